@@ -1,0 +1,212 @@
+//! [`Builder`]: the executor's configuration, its defaults, and [`RejectionPolicy`].
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::clock::ManualClock;
+use crate::executor::ScheduledThreadPoolExecutor;
+use crate::sync::Arc;
+
+/// A thread hook (`on_thread_start` / `on_thread_stop`).
+pub(crate) type Hook = Arc<dyn Fn() + Send + Sync + 'static>;
+
+/// What happens to a submission when the queue already holds `max_queued_tasks` tasks.
+///
+/// Rejections for any reason are counted in
+/// [`PoolStats::rejected_count`](crate::PoolStats::rejected_count) and traced at `warn`.
+/// After shutdown every policy gives [`ScheduleError::Shutdown`](crate::ScheduleError).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RejectionPolicy {
+    /// Return [`ScheduleError::QueueFull`](crate::ScheduleError::QueueFull) (Java:
+    /// `AbortPolicy`). The default.
+    #[default]
+    Abort,
+    /// Run the task at once on the calling thread, ignoring its delay; its future completes
+    /// (a panic goes into the future, not to the caller). A periodic task's later runs go
+    /// to the pool as usual. Java: `CallerRunsPolicy`.
+    CallerRuns,
+    /// Accept silently: the returned future is already done and cancelled (Java:
+    /// `DiscardPolicy`).
+    Discard,
+}
+
+/// Everything `build` needs; immutable once the executor exists (the knobs with setters
+/// live in `Shared`).
+pub(crate) struct Config {
+    pub(crate) core_pool_size: usize,
+    pub(crate) thread_name_prefix: String,
+    pub(crate) thread_stack_size: Option<usize>,
+    pub(crate) on_thread_start: Option<Hook>,
+    pub(crate) on_thread_stop: Option<Hook>,
+    pub(crate) keep_alive: Duration,
+    pub(crate) allow_core_thread_timeout: bool,
+    pub(crate) max_queued_tasks: usize,
+    pub(crate) rejection_policy: RejectionPolicy,
+    pub(crate) continue_existing_periodic_tasks_after_shutdown: bool,
+    pub(crate) execute_existing_delayed_tasks_after_shutdown: bool,
+    pub(crate) remove_on_cancel: bool,
+    pub(crate) clock: Option<ManualClock>,
+}
+
+/// Configures and builds a [`ScheduledThreadPoolExecutor`].
+///
+/// Defaults: `core_pool_size` = the number of CPUs, threads named `schedpool-worker-{i}`,
+/// the platform's stack size, no hooks, `keep_alive` 10 ms (for threads above the core
+/// size), no core thread time-out, an unbounded queue with [`RejectionPolicy::Abort`],
+/// periodic tasks cancelled and delayed tasks kept at shutdown, `remove_on_cancel` **on**
+/// (Java's default is off), and the real monotonic clock.
+///
+/// ```
+/// use schedpool::{Builder, ManualClock};
+///
+/// let clock = ManualClock::new();
+/// let pool = Builder::new()
+///     .core_pool_size(2)
+///     .thread_name_prefix("jobs-")
+///     .clock(clock.clone())
+///     .build();
+/// assert_eq!(pool.core_pool_size(), 2);
+/// ```
+pub struct Builder {
+    config: Config,
+}
+
+impl Builder {
+    /// A builder with the defaults listed above.
+    pub fn new() -> Self {
+        Builder {
+            config: Config {
+                core_pool_size: num_cpus::get(),
+                thread_name_prefix: String::from("schedpool-worker-"),
+                thread_stack_size: None,
+                on_thread_start: None,
+                on_thread_stop: None,
+                keep_alive: Duration::from_millis(10),
+                allow_core_thread_timeout: false,
+                max_queued_tasks: usize::MAX,
+                rejection_policy: RejectionPolicy::Abort,
+                continue_existing_periodic_tasks_after_shutdown: false,
+                execute_existing_delayed_tasks_after_shutdown: true,
+                remove_on_cancel: true,
+                clock: None,
+            },
+        }
+    }
+
+    /// Worker threads kept even when idle. Threads start lazily, one per submission while
+    /// fewer run; with 0, a single thread still runs the tasks (Java: `corePoolSize`).
+    pub fn core_pool_size(mut self, n: usize) -> Self {
+        self.config.core_pool_size = n;
+        self
+    }
+
+    /// Worker names are `{prefix}{index}`, indices from 0 in start order, never reused.
+    pub fn thread_name_prefix(mut self, p: impl Into<String>) -> Self {
+        self.config.thread_name_prefix = p.into();
+        self
+    }
+
+    /// Stack size of worker threads, in bytes.
+    pub fn thread_stack_size(mut self, bytes: usize) -> Self {
+        self.config.thread_stack_size = Some(bytes);
+        self
+    }
+
+    /// Runs on each worker thread before its first task. A panic is caught and traced.
+    pub fn on_thread_start<F: Fn() + Send + Sync + 'static>(mut self, f: F) -> Self {
+        self.config.on_thread_start = Some(Arc::new(f));
+        self
+    }
+
+    /// Runs on each worker thread as it exits. A panic is caught and traced. Every stop
+    /// hook has run when `await_termination` returns true.
+    pub fn on_thread_stop<F: Fn() + Send + Sync + 'static>(mut self, f: F) -> Self {
+        self.config.on_thread_stop = Some(Arc::new(f));
+        self
+    }
+
+    /// How long a thread above the core size (or any thread, with
+    /// [`allow_core_thread_timeout`](Builder::allow_core_thread_timeout)) waits idle before
+    /// it exits. Real time. Default 10 ms.
+    pub fn keep_alive(mut self, d: Duration) -> Self {
+        self.config.keep_alive = d;
+        self
+    }
+
+    /// Lets idle core threads exit after `keep_alive`; they restart on demand. Default false.
+    pub fn allow_core_thread_timeout(mut self, v: bool) -> Self {
+        self.config.allow_core_thread_timeout = v;
+        self
+    }
+
+    /// Bounds the number of queued tasks for new submissions (a periodic task's next run
+    /// is always re-queued). Default: unbounded.
+    pub fn max_queued_tasks(mut self, n: usize) -> Self {
+        self.config.max_queued_tasks = n;
+        self
+    }
+
+    /// What a full queue does with a submission. Default [`RejectionPolicy::Abort`].
+    pub fn rejection_policy(mut self, p: RejectionPolicy) -> Self {
+        self.config.rejection_policy = p;
+        self
+    }
+
+    /// Whether periodic tasks keep running after `shutdown`. Default false.
+    pub fn continue_existing_periodic_tasks_after_shutdown(mut self, v: bool) -> Self {
+        self.config.continue_existing_periodic_tasks_after_shutdown = v;
+        self
+    }
+
+    /// Whether delayed one-shot tasks still run after `shutdown`. Default true.
+    pub fn execute_existing_delayed_tasks_after_shutdown(mut self, v: bool) -> Self {
+        self.config.execute_existing_delayed_tasks_after_shutdown = v;
+        self
+    }
+
+    /// Whether `cancel` removes the task from the queue at once (O(log n)) and drops its
+    /// closure. Default **true** (Java's default is false).
+    pub fn remove_on_cancel(mut self, v: bool) -> Self {
+        self.config.remove_on_cancel = v;
+        self
+    }
+
+    /// Reads time from a [`ManualClock`] instead of the real clock.
+    pub fn clock(mut self, c: ManualClock) -> Self {
+        self.config.clock = Some(c);
+        self
+    }
+
+    /// Builds the executor. No thread starts until a task needs one.
+    pub fn build(self) -> ScheduledThreadPoolExecutor {
+        ScheduledThreadPoolExecutor::from_config(self.config)
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.config.fmt(f)
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("core_pool_size", &self.core_pool_size)
+            .field("thread_name_prefix", &self.thread_name_prefix)
+            .field("thread_stack_size", &self.thread_stack_size)
+            .field("keep_alive", &self.keep_alive)
+            .field("allow_core_thread_timeout", &self.allow_core_thread_timeout)
+            .field("max_queued_tasks", &self.max_queued_tasks)
+            .field("rejection_policy", &self.rejection_policy)
+            .field("remove_on_cancel", &self.remove_on_cancel)
+            .field("manual_clock", &self.clock.is_some())
+            .finish_non_exhaustive()
+    }
+}

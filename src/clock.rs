@@ -1,0 +1,280 @@
+//! Time: the real monotonic clock, [`ManualClock`] for tests, and the one saturating
+//! helper that does all deadline arithmetic.
+//!
+//! # Design
+//! Inside the crate a deadline is a [`Ticks`] value: nanoseconds since the clock's origin,
+//! a `u64`. That keeps heap entries small (8 bytes instead of a 16-byte `Instant`), makes
+//! comparisons one instruction, and gives overflow a single place to be handled:
+//! [`add`] saturates at [`FAR_FUTURE`] (about 500 years), which is the crate's "practically
+//! never" (API.md asks for a cap of no less than 100 years; Java caps at about 146).
+//! Instants before the origin map to tick 0, so a deadline in the past is simply due.
+//!
+//! A [`Clock`] is either real (`Instant::now` minus an origin) or manual (an atomic offset
+//! that only [`ManualClock::advance`] moves). A manual clock keeps a list of listeners
+//! (queues built on it); `advance` calls each so a leader waiting for a deadline in
+//! virtual time re-checks the clock at once.
+//!
+//! # Invariants
+//! - C1: ticks never exceed [`FAR_FUTURE`], so `origin + ticks` never overflows `Instant`.
+//! - C2: a manual clock's time never goes backwards (`advance` only adds, saturating).
+//! - C3: `advance` publishes the new time before it notifies any listener, and each
+//!   listener re-reads the time under its own lock, so no waiter misses an advance.
+//!
+//! # Ordering
+//! `offset` is written with `Release` in `advance` and read with `Acquire` in `now`:
+//! a thread that sees the new time also sees whatever the advancing thread did before.
+//! Waiters do not rely on it for wake-ups: C3 goes through the listener's mutex.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::sync::{Arc, AtomicU64, Mutex, Weak};
+use std::sync::atomic::Ordering;
+
+/// Nanoseconds since a clock's origin.
+pub(crate) type Ticks = u64;
+
+/// The largest deadline: about 500 years after the origin (C1).
+pub(crate) const FAR_FUTURE: Ticks = 500 * 365 * 24 * 3600 * 1_000_000_000;
+
+/// Saturating `ticks + d`: the only place deadline arithmetic happens (C1).
+#[inline]
+pub(crate) fn add(ticks: Ticks, d: Duration) -> Ticks {
+    let d = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    ticks.saturating_add(d).min(FAR_FUTURE)
+}
+
+/// `Duration` from `earlier` to `later`, zero if `later` is not after `earlier`.
+#[inline]
+pub(crate) fn since(later: Ticks, earlier: Ticks) -> Duration {
+    Duration::from_nanos(later.saturating_sub(earlier))
+}
+
+/// The real-time instant `d` from now, or `None` if that is beyond what `Instant` holds
+/// (callers then wait without a limit). Used for timeouts, which never follow a
+/// `ManualClock`.
+#[inline]
+pub(crate) fn timeout_at(d: Duration) -> Option<Instant> {
+    Instant::now().checked_add(d)
+}
+
+/// Something that must re-check the time when a [`ManualClock`] advances.
+pub(crate) trait AdvanceListener: Send + Sync {
+    /// Called after the clock moved (C3). Must not call back into the clock's listener list.
+    fn on_advance(&self);
+}
+
+/// The time source of an executor or queue.
+#[derive(Clone, Debug)]
+pub(crate) enum Clock {
+    /// `Instant::now()` relative to `origin`.
+    Real { origin: Instant },
+    /// Virtual time.
+    Manual(ManualClock),
+}
+
+impl Clock {
+    /// The real monotonic clock, with its origin now.
+    pub(crate) fn real() -> Self {
+        Clock::Real {
+            origin: Instant::now(),
+        }
+    }
+
+    fn origin(&self) -> Instant {
+        match self {
+            Clock::Real { origin } => *origin,
+            Clock::Manual(m) => m.inner.origin,
+        }
+    }
+
+    /// The current time in ticks.
+    #[inline]
+    pub(crate) fn now(&self) -> Ticks {
+        match self {
+            Clock::Real { origin } => {
+                let d = origin.elapsed();
+                add(0, d)
+            }
+            Clock::Manual(m) => m.ticks(),
+        }
+    }
+
+    /// The deadline `d` from now.
+    #[inline]
+    pub(crate) fn deadline_after(&self, d: Duration) -> Ticks {
+        add(self.now(), d)
+    }
+
+    /// Ticks of an `Instant`; instants before the origin are tick 0 (due).
+    pub(crate) fn ticks_of(&self, at: Instant) -> Ticks {
+        add(0, at.saturating_duration_since(self.origin()))
+    }
+
+    /// The `Instant` of a tick value (never overflows by C1).
+    pub(crate) fn instant_of(&self, ticks: Ticks) -> Instant {
+        let origin = self.origin();
+        let d = Duration::from_nanos(ticks.min(FAR_FUTURE));
+        origin.checked_add(d).unwrap_or(origin)
+    }
+
+    /// Registers a listener to be told of every advance (manual clocks only).
+    pub(crate) fn register(&self, listener: Weak<dyn AdvanceListener>) {
+        if let Clock::Manual(m) = self {
+            let mut listeners = m.inner.listeners.lock();
+            listeners.retain(|l| l.strong_count() > 0);
+            listeners.push(listener);
+        }
+    }
+}
+
+/// Virtual time for tests: an executor or queue built on it sees time move only when
+/// [`advance`](ManualClock::advance) is called.
+///
+/// A `ManualClock` starts frozen at the `Instant` it was created. Clones share the same
+/// time. Only deadlines follow it: timeouts (`wait_timeout`, `await_termination`,
+/// `poll_timeout`) and `keep_alive` stay in real time.
+///
+/// ```
+/// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
+/// let fut = pool.schedule(Duration::from_secs(3600), || "an hour later").unwrap();
+/// assert!(!fut.wait_timeout(Duration::from_millis(20))); // virtual time has not moved
+/// clock.advance(Duration::from_secs(3600));
+/// assert_eq!(fut.get().unwrap(), "an hour later");
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    inner: Arc<ManualInner>,
+}
+
+struct ManualInner {
+    origin: Instant,
+    /// Ticks since `origin`; only `advance` writes it (C2).
+    offset: AtomicU64,
+    /// Queues and executors built on this clock (C3). Dead entries are pruned on register.
+    listeners: Mutex<Vec<Weak<dyn AdvanceListener>>>,
+}
+
+impl ManualClock {
+    /// A clock frozen at the current `Instant`.
+    pub fn new() -> Self {
+        ManualClock {
+            inner: Arc::new(ManualInner {
+                origin: Instant::now(),
+                offset: AtomicU64::new(0),
+                listeners: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The clock's current time.
+    pub fn now(&self) -> Instant {
+        Clock::Manual(self.clone()).instant_of(self.ticks())
+    }
+
+    #[inline]
+    pub(crate) fn ticks(&self) -> Ticks {
+        // Acquire: pairs with the Release in `advance`.
+        self.inner.offset.load(Ordering::Acquire)
+    }
+
+    /// Moves time forward by `by` (saturating at the far future) and wakes every executor
+    /// and [`DelayQueue`](crate::DelayQueue) that uses this clock, so tasks due by the new
+    /// time run without any real-time waiting.
+    pub fn advance(&self, by: Duration) {
+        // The listener lock also serialises concurrent advances, keeping C2 simple.
+        let listeners: Vec<Arc<dyn AdvanceListener>> = {
+            let listeners = self.inner.listeners.lock();
+            let now = self.inner.offset.load(Ordering::Relaxed);
+            // Release: pairs with the Acquire in `ticks` (C3: published before notifying).
+            self.inner.offset.store(add(now, by), Ordering::Release);
+            listeners.iter().filter_map(Weak::upgrade).collect()
+        };
+        for listener in &listeners {
+            listener.on_advance();
+        }
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock")
+            .field("elapsed", &Duration::from_nanos(self.ticks()))
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_saturates_at_far_future() {
+        assert_eq!(add(0, Duration::MAX), FAR_FUTURE);
+        assert_eq!(add(FAR_FUTURE, Duration::from_secs(1)), FAR_FUTURE);
+        assert_eq!(add(u64::MAX, Duration::ZERO), FAR_FUTURE);
+        assert_eq!(add(5, Duration::from_nanos(7)), 12);
+        let years_100 = Duration::from_secs(100 * 365 * 24 * 3600);
+        assert!(add(0, years_100) < FAR_FUTURE, "the cap is above 100 years");
+    }
+
+    #[test]
+    fn far_future_converts_to_an_instant() {
+        let clock = Clock::real();
+        let at = clock.instant_of(add(0, Duration::MAX));
+        assert!(at > Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
+        assert_eq!(clock.ticks_of(at), FAR_FUTURE);
+    }
+
+    #[test]
+    fn past_instants_are_tick_zero() {
+        let past = Instant::now();
+        let clock = Clock::real();
+        assert_eq!(clock.ticks_of(past), 0);
+        assert_eq!(since(3, 5), Duration::ZERO);
+    }
+
+    #[test]
+    fn manual_clock_moves_only_on_advance() {
+        let c = ManualClock::new();
+        let t0 = c.now();
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(c.now(), t0);
+        c.advance(Duration::from_secs(3600));
+        assert_eq!(c.now(), t0 + Duration::from_secs(3600));
+        c.advance(Duration::MAX);
+        assert_eq!(c.ticks(), FAR_FUTURE);
+        let clone = c.clone();
+        assert_eq!(clone.now(), c.now());
+    }
+
+    #[test]
+    fn advance_notifies_live_listeners() {
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl AdvanceListener for Count {
+            fn on_advance(&self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let c = ManualClock::new();
+        let clock = Clock::Manual(c.clone());
+        let l = Arc::new(Count(Default::default()));
+        let weak: Weak<dyn AdvanceListener> = Arc::downgrade(&l) as Weak<dyn AdvanceListener>;
+        clock.register(weak);
+        c.advance(Duration::from_millis(1));
+        c.advance(Duration::from_millis(1));
+        assert_eq!(l.0.load(Ordering::SeqCst), 2);
+        drop(l);
+        c.advance(Duration::from_millis(1)); // a dropped listener is skipped
+    }
+}

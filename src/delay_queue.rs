@@ -1,0 +1,180 @@
+//! [`DelayQueue<T>`] and [`DelayKey`]: Java's `DelayQueue`, indexed, as a thin layer over
+//! the executor's blocking queue (`queue.rs`) and heap (`heap.rs`).
+//!
+//! # Design
+//! Java's `DelayQueue` wraps a `PriorityQueue` with one lock and the leader/follower wait;
+//! its `remove(Object)` is a linear scan. Here each offer returns a [`DelayKey`] (the
+//! heap handle plus the queue's identity), so `remove` is O(log n), and a key whose element
+//! is gone — taken, removed, cleared, or from another queue — is simply not found: the heap
+//! checks a generation (no ABA) and the key checks the queue. Elements are dropped after the
+//! lock is released (`clear`), or handed to the caller.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::clock::{self, AdvanceListener, Clock, ManualClock};
+use crate::heap::Handle;
+use crate::queue::{BlockingQueue, Take, TimedEntry};
+use crate::sync::{unique_id, Arc, Weak};
+
+/// An unbounded blocking queue whose elements become available at their deadline
+/// (Java: `java.util.concurrent.DelayQueue`).
+///
+/// `take` blocks until the earliest element is due, with the leader/follower wait: one
+/// consumer sleeps until the head's deadline, the others without a timeout. Elements with
+/// equal deadlines come out in offer order. Share it between threads with `Arc`.
+///
+/// ```
+/// use schedpool::{DelayQueue, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let q = DelayQueue::with_clock(clock.clone());
+/// q.offer("later", Duration::from_secs(20));
+/// let key = q.offer("cancelled", Duration::from_secs(5));
+/// q.offer("sooner", Duration::from_secs(10));
+/// assert_eq!(q.remove(key), Some("cancelled"));
+/// assert_eq!(q.poll(), None); // nothing due yet
+/// clock.advance(Duration::from_secs(30));
+/// assert_eq!(q.drain_expired(), vec!["sooner", "later"]);
+/// ```
+pub struct DelayQueue<T> {
+    inner: Arc<BlockingQueue<TimedEntry<T>>>,
+    id: u64,
+}
+
+/// Names one element of one [`DelayQueue`]; returned by `offer`, used by `remove`.
+///
+/// A key stays safe forever: once its element is gone, `remove` returns `None`, also after
+/// the element's slot is reused, and a key from another queue matches nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DelayKey {
+    queue: u64,
+    handle: Handle,
+}
+
+impl<T: Send + 'static> DelayQueue<T> {
+    /// An empty queue on the real monotonic clock.
+    pub fn new() -> Self {
+        Self::on(Clock::real())
+    }
+
+    /// An empty queue on virtual time: elements fall due as `c` advances, and every
+    /// `advance` wakes the waiting consumer.
+    pub fn with_clock(c: ManualClock) -> Self {
+        Self::on(Clock::Manual(c))
+    }
+
+    fn on(clock: Clock) -> Self {
+        let inner = Arc::new(BlockingQueue::new(clock.clone(), 0, ()));
+        let listener: Weak<dyn AdvanceListener> =
+            Arc::downgrade(&inner) as Weak<dyn AdvanceListener>;
+        clock.register(listener);
+        DelayQueue {
+            inner,
+            id: unique_id(),
+        }
+    }
+
+    /// Adds `item`, due `delay` from now (any delay; `Duration::MAX` means practically
+    /// never). O(log n). Wakes a waiting consumer if it is the new head.
+    pub fn offer(&self, item: T, delay: Duration) -> DelayKey {
+        let deadline = self.inner.clock().deadline_after(delay);
+        self.push(item, deadline)
+    }
+
+    /// Adds `item`, due at `deadline` (in the queue's clock; the past means due now).
+    pub fn offer_at(&self, item: T, deadline: Instant) -> DelayKey {
+        let deadline = self.inner.clock().ticks_of(deadline);
+        self.push(item, deadline)
+    }
+
+    fn push(&self, value: T, deadline: clock::Ticks) -> DelayKey {
+        let mut q = self.inner.lock();
+        let seq = q.next_seq();
+        let handle = q.push(TimedEntry {
+            deadline,
+            seq,
+            value,
+        });
+        DelayKey {
+            queue: self.id,
+            handle,
+        }
+    }
+
+    /// Removes and returns the earliest element, blocking until it is due.
+    pub fn take(&self) -> T {
+        loop {
+            if let Take::Item(entry, _) = self.inner.lock().take(None, |_| false) {
+                return entry.value;
+            }
+        }
+    }
+
+    /// The earliest element if it is due now, else `None`; never blocks.
+    pub fn poll(&self) -> Option<T> {
+        self.inner.lock().poll().map(|e| e.value)
+    }
+
+    /// As [`take`](Self::take), giving up after `timeout` (real time).
+    pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
+        let until = clock::timeout_at(timeout);
+        match self.inner.lock().take(until, |_| false) {
+            Take::Item(entry, _) => Some(entry.value),
+            Take::TimedOut | Take::Stopped => None,
+        }
+    }
+
+    /// The earliest element's deadline, due or not.
+    pub fn peek_deadline(&self) -> Option<Instant> {
+        let deadline = self.inner.lock().head_deadline()?;
+        Some(self.inner.clock().instant_of(deadline))
+    }
+
+    /// Removes the element `key` names, in O(log n). `None` if it was already taken,
+    /// removed or cleared, or if the key belongs to another queue.
+    pub fn remove(&self, key: DelayKey) -> Option<T> {
+        if key.queue != self.id {
+            return None;
+        }
+        self.inner.lock().remove(key.handle).map(|e| e.value)
+    }
+
+    /// Removes and returns every due element, in deadline order (ties in offer order).
+    pub fn drain_expired(&self) -> Vec<T> {
+        let mut q = self.inner.lock();
+        let now = self.inner.clock().now();
+        q.drain_due(now).into_iter().map(|e| e.value).collect()
+    }
+
+    /// The number of elements, due or not.
+    pub fn len(&self) -> usize {
+        self.inner.lock().heap.len()
+    }
+
+    /// `true` if there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes every element; they are dropped after the lock is released.
+    pub fn clear(&self) {
+        let removed = self.inner.lock().clear();
+        drop(removed);
+    }
+}
+
+impl<T: Send + 'static> Default for DelayQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for DelayQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DelayQueue")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}

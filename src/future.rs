@@ -1,0 +1,221 @@
+//! [`ScheduledFuture`], [`CancelHandle`] and [`PendingTask`]: what users hold.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::clock;
+use crate::error::TaskError;
+use crate::executor::Shared;
+use crate::sync::Arc;
+use crate::task::{state, Job, TypedJob};
+
+/// The handle to a scheduled task: cancel it, wait for it, or take its outcome (Java:
+/// `ScheduledFuture`).
+///
+/// It is also a [`Future`] with output `Result<T, TaskError>`, usable from any async
+/// runtime: the task's completion (or cancellation) wakes the last waker that polled it.
+/// Dropping a `ScheduledFuture` does **not** cancel its task.
+///
+/// ```
+/// use schedpool::{ManualClock, ScheduledThreadPoolExecutor, TaskError};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
+/// let fut = pool.schedule(Duration::from_secs(5), || 1).unwrap();
+/// assert_eq!(fut.delay(), Duration::from_secs(5));
+/// assert!(fut.cancel());
+/// assert!(fut.is_cancelled() && fut.is_done());
+/// assert!(matches!(fut.get(), Err(TaskError::Cancelled)));
+/// ```
+pub struct ScheduledFuture<T> {
+    task: Arc<dyn TypedJob<T>>,
+    shared: Arc<Shared>,
+}
+
+impl<T> ScheduledFuture<T> {
+    pub(crate) fn new(task: Arc<dyn TypedJob<T>>, shared: Arc<Shared>) -> Self {
+        ScheduledFuture { task, shared }
+    }
+
+    fn job(&self) -> &dyn Job {
+        &*self.task
+    }
+
+    /// Cancels the task. `true` if this call moved it to cancelled: it was pending, or it
+    /// is periodic and not finished. A one-shot that has started returns false and its
+    /// future yields the run's outcome; a running periodic task completes its current run
+    /// and is not run again. With `remove_on_cancel` (the default) the task has left the
+    /// queue and its closure has been dropped when this returns.
+    pub fn cancel(&self) -> bool {
+        self.shared.cancel(self.job())
+    }
+
+    /// `true` if the task was cancelled (by any means).
+    pub fn is_cancelled(&self) -> bool {
+        self.job().header().state() == state::CANCELLED
+    }
+
+    /// `true` once the task completed, panicked or was cancelled.
+    pub fn is_done(&self) -> bool {
+        state::is_terminal(self.job().header().state())
+    }
+
+    /// `true` for fixed-rate and fixed-delay tasks.
+    pub fn is_periodic(&self) -> bool {
+        self.job().header().is_periodic()
+    }
+
+    /// The next (or last) run's deadline, in the executor's clock. For a periodic task it
+    /// is the current run's deadline until that run ends, then the next one.
+    pub fn deadline(&self) -> Instant {
+        self.shared
+            .clock()
+            .instant_of(self.job().header().deadline())
+    }
+
+    /// Time left until [`deadline`](Self::deadline); zero when due or past (Java:
+    /// `getDelay`).
+    pub fn delay(&self) -> Duration {
+        let clock = self.shared.clock();
+        clock::since(self.job().header().deadline(), clock.now())
+    }
+
+    /// Blocks until the task is done.
+    pub fn wait(&self) {
+        self.task.completion().wait(None);
+    }
+
+    /// Blocks until the task is done or `timeout` (real time) passes; `true` if done.
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        self.task.completion().wait(clock::timeout_at(timeout))
+    }
+
+    /// Blocks until the task is done and returns its outcome (Java: `get`).
+    ///
+    /// # Errors
+    /// [`TaskError::Cancelled`] if it was cancelled; [`TaskError::Panicked`] if it panicked.
+    ///
+    /// # Panics
+    /// If the future was already polled to completion as a `Future`.
+    pub fn get(self) -> Result<T, TaskError> {
+        let completion = self.task.completion();
+        completion.wait(None);
+        completion.take()
+    }
+
+    /// A cloneable handle that can cancel the task from elsewhere.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle {
+            job: self.task.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T: Send> Future for ScheduledFuture<T> {
+    type Output = Result<T, TaskError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.task.completion().poll(cx)
+    }
+}
+
+impl<T> fmt::Debug for ScheduledFuture<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScheduledFuture")
+            .field("task", self.job().header())
+            .finish()
+    }
+}
+
+/// A cloneable, type-erased handle that cancels a task (for example from inside the task
+/// itself, or from another thread that does not care about its output).
+#[derive(Clone)]
+pub struct CancelHandle {
+    job: Arc<dyn Job>,
+    shared: Arc<Shared>,
+}
+
+impl CancelHandle {
+    /// As [`ScheduledFuture::cancel`].
+    pub fn cancel(&self) -> bool {
+        self.shared.cancel(&*self.job)
+    }
+
+    /// As [`ScheduledFuture::is_cancelled`].
+    pub fn is_cancelled(&self) -> bool {
+        self.job.header().state() == state::CANCELLED
+    }
+
+    /// As [`ScheduledFuture::is_done`].
+    pub fn is_done(&self) -> bool {
+        state::is_terminal(self.job.header().state())
+    }
+}
+
+impl fmt::Debug for CancelHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelHandle")
+            .field("task", self.job.header())
+            .finish()
+    }
+}
+
+/// A queued task handed back by
+/// [`shutdown_now`](crate::ScheduledThreadPoolExecutor::shutdown_now).
+///
+/// [`run`](PendingTask::run) runs it once on the calling thread and completes its future
+/// (a periodic task runs once and is then cancelled). Dropping it without running
+/// completes its future with `Err(Cancelled)`.
+pub struct PendingTask {
+    job: Option<Arc<dyn Job>>,
+    shared: Arc<Shared>,
+}
+
+impl PendingTask {
+    pub(crate) fn new(job: Arc<dyn Job>, shared: Arc<Shared>) -> Self {
+        PendingTask {
+            job: Some(job),
+            shared,
+        }
+    }
+
+    /// `true` for a fixed-rate or fixed-delay task.
+    pub fn is_periodic(&self) -> bool {
+        self.job.as_ref().is_some_and(|j| j.header().is_periodic())
+    }
+
+    /// Runs the task once on this thread; its future completes. A panic goes into the
+    /// future; this call does not unwind. Does nothing if the task was cancelled meanwhile.
+    pub fn run(mut self) {
+        if let Some(job) = self.job.take() {
+            let report = job.run_now(self.shared.clock(), true);
+            debug_assert!(report.next.is_none(), "a pending task runs once");
+            crate::task::drop_quietly(job);
+        }
+    }
+}
+
+impl Drop for PendingTask {
+    fn drop(&mut self) {
+        if let Some(job) = self.job.take() {
+            if job.header().cancel() {
+                job.finish_cancelled();
+            }
+        }
+    }
+}
+
+impl fmt::Debug for PendingTask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("PendingTask");
+        if let Some(job) = &self.job {
+            d.field("task", job.header());
+        }
+        d.finish()
+    }
+}

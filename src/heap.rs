@@ -1,0 +1,618 @@
+//! `IndexedHeap`: a d-ary min-heap whose entries know their position, so removing or
+//! re-keying any entry is O(log n). No locks, no clock, no threads.
+//!
+//! # Design
+//! Java's `DelayedWorkQueue` stores each task's heap index in the task itself
+//! (`setIndex`), which makes `remove(task)` O(log n) but writes into a task object on every
+//! sift step and ties the heap to one element type. Here the heap owns two arrays:
+//!
+//! - `nodes`: the heap proper. Each node holds the entry inline (for the executor: the
+//!   deadline, the sequence number and a pointer), so a sift compares keys without
+//!   following a pointer, plus the number of its slot.
+//! - `slots`: a slab of `(gen, pos)` pairs. A [`Handle`] is `(slot, gen)`; `pos` is the
+//!   node's current position. A sift step rewrites `pos` of the two nodes it swaps: an
+//!   8-byte store into a compact array instead of a store into a task.
+//!
+//! The generation makes handles safe forever: a slot's `gen` is odd while it is occupied and
+//! is incremented on every insert and removal, so a handle to an entry that left the heap
+//! never matches again, even after its slot is reused (no ABA). A slot whose generation
+//! would wrap is retired instead of reused.
+//!
+//! The arity `D` is a const parameter so `benches/heap.rs` can compare binary and 4-ary
+//! heaps; the default is the one the bench found faster (see `docs/BENCHMARKS.md`). A 4-ary
+//! heap does half the levels of a binary one, and its four children of a node share a
+//! cache line or two, which is what matters once the heap outgrows the cache.
+//!
+//! # Invariants
+//! - H1 (index): for every position `i < len`, `slots[nodes[i].slot].pos == i` and that
+//!   slot's `gen` is odd.
+//! - H2 (order): no node is strictly `before` its parent.
+//! - H3 (free list): a slot is on the free list iff its `gen` is even and it is not retired;
+//!   occupied slots number exactly `len`.
+//!
+//! `check_invariants` asserts all three; the tests call it after every mutation.
+
+use std::fmt;
+
+/// Order of heap entries: `a.before(b)` means `a` must come out first.
+///
+/// It must be a strict weak order; the crate's entries break ties with a sequence number,
+/// so no two live entries are ever equivalent.
+pub(crate) trait Ordered {
+    fn before(&self, other: &Self) -> bool;
+}
+
+/// A position in the slab plus the generation of the entry it named. `Copy`, never
+/// dangling: a stale handle is simply not found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Handle {
+    slot: u32,
+    gen: u32,
+}
+
+impl Handle {
+    /// A handle that matches nothing.
+    pub(crate) const NONE: Handle = Handle {
+        slot: u32::MAX,
+        gen: u32::MAX,
+    };
+
+    /// Packs the handle into a `u64` (for an atomic field).
+    #[inline]
+    pub(crate) fn to_bits(self) -> u64 {
+        (u64::from(self.slot) << 32) | u64::from(self.gen)
+    }
+
+    /// Inverse of [`to_bits`](Handle::to_bits).
+    #[inline]
+    pub(crate) fn from_bits(bits: u64) -> Handle {
+        Handle {
+            slot: (bits >> 32) as u32,
+            gen: bits as u32,
+        }
+    }
+}
+
+/// End of the free list; also the slot number no entry ever gets.
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// Odd while occupied (H3).
+    gen: u32,
+    /// Occupied: the node's position (H1). Free: the next free slot, or `NIL`.
+    pos: u32,
+}
+
+#[derive(Debug)]
+struct Node<E> {
+    entry: E,
+    slot: u32,
+}
+
+/// The binary-vs-4-ary choice, measured in `benches/heap.rs`.
+pub(crate) const DEFAULT_ARITY: usize = 4;
+
+/// A d-ary min-heap with handles (see the module notes).
+pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY> {
+    nodes: Vec<Node<E>>,
+    slots: Vec<Slot>,
+    free: u32,
+}
+
+impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
+    pub(crate) fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        const { assert!(D >= 2, "a heap needs at least two children per node") };
+        IndexedHeap {
+            nodes: Vec::with_capacity(n),
+            slots: Vec::with_capacity(n),
+            free: NIL,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The first entry, if any.
+    #[inline]
+    pub(crate) fn peek(&self) -> Option<&E> {
+        self.nodes.first().map(|n| &n.entry)
+    }
+
+    /// Inserts `entry` and returns its handle. O(log n).
+    ///
+    /// # Panics
+    /// If the heap would hold more than `u32::MAX - 1` entries (about 4 billion; memory
+    /// runs out long before).
+    pub(crate) fn push(&mut self, entry: E) -> Handle {
+        let slot = self.alloc_slot();
+        let pos = self.nodes.len();
+        self.nodes.push(Node { entry, slot });
+        self.sift_up(pos);
+        Handle {
+            slot,
+            gen: self.slots[slot as usize].gen,
+        }
+    }
+
+    /// Removes and returns the first entry. O(log n).
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<E> {
+        if self.nodes.is_empty() {
+            None
+        } else {
+            Some(self.remove_at(0))
+        }
+    }
+
+    /// The current position of the entry `h` names, or `None` if it left the heap.
+    #[inline]
+    pub(crate) fn position(&self, h: Handle) -> Option<usize> {
+        let slot = self.slots.get(h.slot as usize)?;
+        (slot.gen == h.gen && slot.gen % 2 == 1).then_some(slot.pos as usize)
+    }
+
+    /// The entry `h` names, if it is still in the heap.
+    #[cfg(test)]
+    pub(crate) fn get(&self, h: Handle) -> Option<&E> {
+        self.position(h).map(|pos| &self.nodes[pos].entry)
+    }
+
+    /// Removes the entry `h` names. O(log n); `None` for a stale handle.
+    pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
+        let pos = self.position(h)?;
+        Some(self.remove_at(pos))
+    }
+
+    /// Changes the key of the entry `h` names with `f`, then restores H2. O(log n).
+    /// Returns `false` (and does not call `f`) for a stale handle. The handle stays valid.
+    #[cfg_attr(not(test), allow(dead_code))] // used by `benches/heap.rs` and the tests
+    pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> bool {
+        let Some(pos) = self.position(h) else {
+            return false;
+        };
+        f(&mut self.nodes[pos].entry);
+        self.restore(pos);
+        true
+    }
+
+    /// Removes every entry for which `keep` returns `false`; returns them. O(n).
+    pub(crate) fn extract_if(&mut self, mut remove: impl FnMut(&E) -> bool) -> Vec<E> {
+        let mut out = Vec::new();
+        let mut kept = Vec::with_capacity(self.nodes.len());
+        for node in std::mem::take(&mut self.nodes) {
+            if remove(&node.entry) {
+                self.free_slot(node.slot);
+                out.push(node.entry);
+            } else {
+                kept.push(node);
+            }
+        }
+        self.nodes = kept;
+        self.heapify();
+        out
+    }
+
+    /// Removes everything; entries come back in no particular order.
+    pub(crate) fn clear(&mut self) -> Vec<E> {
+        let nodes = std::mem::take(&mut self.nodes);
+        let mut out = Vec::with_capacity(nodes.len());
+        for node in nodes {
+            self.free_slot(node.slot);
+            out.push(node.entry);
+        }
+        out
+    }
+
+    fn alloc_slot(&mut self) -> u32 {
+        if self.free != NIL {
+            let s = self.free;
+            let slot = &mut self.slots[s as usize];
+            self.free = slot.pos;
+            slot.gen += 1; // even -> odd: occupied (H3)
+            return s;
+        }
+        let s = u32::try_from(self.slots.len())
+            .ok()
+            .filter(|&s| s != NIL)
+            .expect("IndexedHeap holds at most u32::MAX - 1 entries");
+        self.slots.push(Slot { gen: 1, pos: 0 });
+        s
+    }
+
+    fn free_slot(&mut self, s: u32) {
+        let slot = &mut self.slots[s as usize];
+        slot.gen += 1; // odd -> even: free (H3)
+        if slot.gen >= u32::MAX - 1 {
+            // Retired: reusing it would let its generation wrap and match an old handle.
+            return;
+        }
+        slot.pos = self.free;
+        self.free = s;
+    }
+
+    /// Removes the node at `pos`: the last node fills the hole and is sifted into place.
+    fn remove_at(&mut self, pos: usize) -> E {
+        let node = self.nodes.swap_remove(pos);
+        self.free_slot(node.slot);
+        if pos < self.nodes.len() {
+            self.restore(pos);
+        }
+        node.entry
+    }
+
+    /// Restores H2 around `pos`, whose key may have moved either way.
+    fn restore(&mut self, pos: usize) {
+        if pos > 0 && self.less(pos, (pos - 1) / D) {
+            self.sift_up(pos);
+        } else {
+            self.sift_down(pos);
+        }
+    }
+
+    #[inline]
+    fn less(&self, a: usize, b: usize) -> bool {
+        self.nodes[a].entry.before(&self.nodes[b].entry)
+    }
+
+    #[inline]
+    fn set_pos(&mut self, pos: usize) {
+        let slot = self.nodes[pos].slot as usize;
+        self.slots[slot].pos = pos as u32;
+    }
+
+    /// Moves the node at `pos` up while it is before its parent (Java: `siftUp`).
+    fn sift_up(&mut self, mut pos: usize) {
+        while pos > 0 {
+            let parent = (pos - 1) / D;
+            if !self.less(pos, parent) {
+                break;
+            }
+            self.nodes.swap(pos, parent);
+            self.set_pos(pos); // H1 for the parent that moved down
+            pos = parent;
+        }
+        self.set_pos(pos);
+    }
+
+    /// Moves the node at `pos` down while a child is before it (Java: `siftDown`).
+    fn sift_down(&mut self, mut pos: usize) {
+        let len = self.nodes.len();
+        loop {
+            let first = pos * D + 1;
+            if first >= len {
+                break;
+            }
+            let mut min = first;
+            for child in first + 1..(first + D).min(len) {
+                if self.less(child, min) {
+                    min = child;
+                }
+            }
+            if !self.less(min, pos) {
+                break;
+            }
+            self.nodes.swap(pos, min);
+            self.set_pos(pos); // H1 for the child that moved up
+            pos = min;
+        }
+        self.set_pos(pos);
+    }
+
+    /// Rebuilds H2 and H1 from scratch. O(n).
+    fn heapify(&mut self) {
+        for pos in 0..self.nodes.len() {
+            self.set_pos(pos);
+        }
+        if self.nodes.len() > 1 {
+            for pos in (0..=(self.nodes.len() - 2) / D).rev() {
+                self.sift_down(pos);
+            }
+        }
+    }
+
+    /// Asserts H1, H2 and H3 (tests call it after every mutation).
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        for (pos, node) in self.nodes.iter().enumerate() {
+            let slot = self.slots[node.slot as usize];
+            assert_eq!(
+                slot.pos as usize, pos,
+                "H1: slot {} points elsewhere",
+                node.slot
+            );
+            assert_eq!(
+                slot.gen % 2,
+                1,
+                "H1: slot {} of a live node is free",
+                node.slot
+            );
+            if pos > 0 {
+                assert!(
+                    !self.less(pos, (pos - 1) / D),
+                    "H2 broken at position {pos}"
+                );
+            }
+        }
+        let occupied = self.slots.iter().filter(|s| s.gen % 2 == 1).count();
+        assert_eq!(occupied, self.nodes.len(), "H3: occupied slots != len");
+        let mut free = 0;
+        let mut s = self.free;
+        while s != NIL {
+            assert_eq!(
+                self.slots[s as usize].gen % 2,
+                0,
+                "H3: occupied slot on free list"
+            );
+            free += 1;
+            s = self.slots[s as usize].pos;
+        }
+        let retired = self.slots.iter().filter(|s| s.gen >= u32::MAX - 1).count();
+        assert_eq!(free + occupied + retired, self.slots.len(), "H3: slot lost");
+    }
+}
+
+impl<E: Ordered, const D: usize> Default for IndexedHeap<E, D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E, const D: usize> fmt::Debug for IndexedHeap<E, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IndexedHeap")
+            .field("len", &self.nodes.len())
+            .field("arity", &D)
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    /// (key, seq): the same shape as the executor's (deadline, seq).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    struct E(u64, u64);
+
+    impl Ordered for E {
+        fn before(&self, other: &Self) -> bool {
+            self < other
+        }
+    }
+
+    fn heap_of<const D: usize>(keys: &[u64]) -> (IndexedHeap<E, D>, Vec<Handle>) {
+        let mut h = IndexedHeap::<E, D>::new();
+        let handles = keys
+            .iter()
+            .enumerate()
+            .map(|(seq, &k)| {
+                let handle = h.push(E(k, seq as u64));
+                h.check_invariants();
+                handle
+            })
+            .collect();
+        (h, handles)
+    }
+
+    fn drain<const D: usize>(h: &mut IndexedHeap<E, D>) -> Vec<u64> {
+        std::iter::from_fn(|| {
+            let e = h.pop();
+            h.check_invariants();
+            e
+        })
+        .map(|e| e.0)
+        .collect()
+    }
+
+    #[test]
+    fn push_sifts_up_to_the_root_and_stops_midway() {
+        // 50 goes to the root (sift up all the way); 35 stops below it.
+        let (mut h, _) = heap_of::<2>(&[10, 20, 30, 40, 50, 60, 5, 35]);
+        assert_eq!(h.peek(), Some(&E(5, 6)));
+        assert_eq!(drain(&mut h), vec![5, 10, 20, 30, 35, 40, 50, 60]);
+    }
+
+    #[test]
+    fn pop_sifts_down_to_a_leaf_and_stops_midway() {
+        for keys in [&[1, 2, 3, 4, 5, 6, 7, 8, 9][..], &[1, 9, 2, 9, 9, 3, 4]] {
+            let (mut h, _) = heap_of::<4>(keys);
+            let mut sorted = keys.to_vec();
+            sorted.sort();
+            assert_eq!(drain(&mut h), sorted);
+        }
+    }
+
+    #[test]
+    fn ties_come_out_in_insertion_order() {
+        let (mut h, _) = heap_of::<4>(&[7; 20]);
+        let seqs: Vec<u64> = std::iter::from_fn(|| h.pop()).map(|e| e.1).collect();
+        assert_eq!(seqs, (0..20).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn remove_at_root_middle_and_end() {
+        let keys = [10, 20, 30, 40, 50, 60, 70];
+        for victim in [0usize, 3, 6] {
+            let (mut h, handles) = heap_of::<2>(&keys);
+            assert_eq!(
+                h.remove(handles[victim]),
+                Some(E(keys[victim], victim as u64))
+            );
+            h.check_invariants();
+            let rest: Vec<u64> = keys
+                .iter()
+                .copied()
+                .filter(|&k| k != keys[victim])
+                .collect();
+            assert_eq!(drain(&mut h), rest);
+        }
+    }
+
+    #[test]
+    fn remove_of_a_middle_node_can_sift_the_filler_up() {
+        // Binary heap [1, 50, 2, 60, 70, 3, 4]: removing 60 (a leaf of 50's subtree) moves
+        // the last node 4 into 50's subtree, where it must sift up above 50.
+        let (mut h, handles) = heap_of::<2>(&[1, 50, 2, 60, 70, 3, 4]);
+        h.remove(handles[3]).unwrap();
+        h.check_invariants();
+        assert_eq!(drain(&mut h), vec![1, 2, 3, 4, 50, 70]);
+    }
+
+    #[test]
+    fn stale_handles_never_match_even_after_slot_reuse() {
+        let (mut h, handles) = heap_of::<4>(&[1, 2, 3]);
+        assert!(h.remove(handles[1]).is_some());
+        assert_eq!(h.remove(handles[1]), None);
+        let reused = h.push(E(9, 9));
+        assert_eq!(reused.slot, handles[1].slot, "the freed slot is reused");
+        assert_eq!(
+            h.remove(handles[1]),
+            None,
+            "the old handle must not name the new entry"
+        );
+        assert_eq!(h.get(reused), Some(&E(9, 9)));
+        assert_eq!(h.remove(Handle::NONE), None);
+        assert_eq!(Handle::from_bits(reused.to_bits()), reused);
+        h.check_invariants();
+    }
+
+    #[test]
+    fn slots_retire_instead_of_wrapping() {
+        let mut h = IndexedHeap::<E, 4>::new();
+        let first = h.push(E(0, 0));
+        h.slots[0].gen = u32::MAX - 2; // fast-forward: pretend the slot was reused 2^31 times
+        let live = Handle {
+            slot: 0,
+            gen: u32::MAX - 2,
+        };
+        assert!(h.remove(live).is_some());
+        let next = h.push(E(1, 1));
+        assert_ne!(next.slot, 0, "slot 0 is retired");
+        assert_eq!(h.remove(first), None);
+        h.check_invariants();
+    }
+
+    #[test]
+    fn update_moves_keys_both_ways() {
+        let (mut h, handles) = heap_of::<4>(&[10, 20, 30, 40, 50]);
+        assert!(h.update(handles[4], |e| e.0 = 1)); // decrease-key: to the root
+        h.check_invariants();
+        assert!(h.update(handles[0], |e| e.0 = 99)); // increase-key: to a leaf
+        h.check_invariants();
+        assert_eq!(drain(&mut h), vec![1, 20, 30, 40, 99]);
+        assert!(!h.update(handles[0], |_| unreachable!()));
+    }
+
+    #[test]
+    fn extract_if_and_clear() {
+        let (mut h, handles) = heap_of::<4>(&(0..50).rev().collect::<Vec<_>>());
+        let odd = h.extract_if(|e| e.0 % 2 == 1);
+        h.check_invariants();
+        assert_eq!(odd.len(), 25);
+        assert_eq!(h.remove(handles[0]), None, "49 was extracted");
+        assert_eq!(
+            drain(&mut h),
+            (0..50).filter(|k| k % 2 == 0).collect::<Vec<_>>()
+        );
+        let (mut h, _) = heap_of::<2>(&[3, 1, 2]);
+        assert_eq!(h.clear().len(), 3);
+        h.check_invariants();
+        assert!(h.is_empty());
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(u8),
+        Pop,
+        Remove(usize),
+        Update(usize, u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => any::<u8>().prop_map(Op::Push),
+            2 => Just(Op::Pop),
+            2 => any::<usize>().prop_map(Op::Remove),
+            1 => (any::<usize>(), any::<u8>()).prop_map(|(i, k)| Op::Update(i, k)),
+        ]
+    }
+
+    /// Drives the heap and a sorted-Vec model with the same operations; after every step
+    /// the invariants hold and every handle issued so far agrees with the model.
+    fn run_model<const D: usize>(ops: Vec<Op>) {
+        let mut heap = IndexedHeap::<E, D>::new();
+        let mut model: Vec<E> = Vec::new(); // sorted by (key, seq)
+        let mut live: HashMap<Handle, E> = HashMap::new();
+        let mut issued: Vec<Handle> = Vec::new();
+        let mut seq = 0;
+        for op in ops {
+            match op {
+                Op::Push(k) => {
+                    let e = E(u64::from(k), seq);
+                    seq += 1;
+                    let h = heap.push(e);
+                    model.insert(model.partition_point(|m| m < &e), e);
+                    live.insert(h, e);
+                    issued.push(h);
+                }
+                Op::Pop => {
+                    let got = heap.pop();
+                    let want = (!model.is_empty()).then(|| model.remove(0));
+                    assert_eq!(got, want);
+                    live.retain(|_, e| Some(*e) != want);
+                }
+                Op::Remove(i) if !issued.is_empty() => {
+                    let h = issued[i % issued.len()];
+                    let got = heap.remove(h);
+                    assert_eq!(got, live.remove(&h), "remove by (maybe stale) handle");
+                    if let Some(e) = got {
+                        model.retain(|m| *m != e);
+                    }
+                }
+                Op::Update(i, k) if !issued.is_empty() => {
+                    let h = issued[i % issued.len()];
+                    let new = live.get(&h).map(|e| E(u64::from(k), e.1));
+                    assert_eq!(heap.update(h, |e| e.0 = u64::from(k)), new.is_some());
+                    if let Some(new) = new {
+                        let old = live.insert(h, new).unwrap();
+                        model.retain(|m| *m != old);
+                        model.insert(model.partition_point(|m| m < &new), new);
+                    }
+                }
+                Op::Remove(_) | Op::Update(..) => {}
+            }
+            heap.check_invariants();
+            assert_eq!(heap.len(), model.len());
+            assert_eq!(heap.peek(), model.first());
+            for (h, e) in &live {
+                assert_eq!(heap.get(*h), Some(e));
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn binary_heap_matches_model(ops in proptest::collection::vec(op(), 0..200)) {
+            run_model::<2>(ops);
+        }
+
+        #[test]
+        fn quaternary_heap_matches_model(ops in proptest::collection::vec(op(), 0..200)) {
+            run_model::<4>(ops);
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! A scheduled thread pool in the spirit of Java's `ScheduledThreadPoolExecutor`: run
+//! tasks after a delay, at a fixed rate or with a fixed delay, on a pool of worker threads,
+//! with cancellable futures and O(log n) cancel.
+//!
+//! Workers pull tasks from an indexed `DelayedWorkQueue`: a heap whose entries know their
+//! position, so cancelling removes a task at once instead of leaving it to rot in the
+//! queue. Workers wait leader/follower style: one sleeps until the head's deadline, the
+//! others without a timeout. The same heap serves two standalone queues from Java,
+//! [`DelayQueue`] and [`PriorityBlockingQueue`].
+//!
+//! ```
+//! use schedpool::ScheduledThreadPoolExecutor;
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! let pool = ScheduledThreadPoolExecutor::new(2);
+//! let answer = pool.schedule(Duration::from_millis(10), || 6 * 7).unwrap();
+//! let ticks = Arc::new(AtomicU32::new(0));
+//! let t = ticks.clone();
+//! let heartbeat = pool
+//!     .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(5), move || {
+//!         t.fetch_add(1, Ordering::Relaxed);
+//!     })
+//!     .unwrap();
+//! assert_eq!(answer.get().unwrap(), 42);
+//! heartbeat.cancel();
+//! pool.close();
+//! assert!(ticks.load(Ordering::Relaxed) >= 1);
+//! ```
+//!
+//! # Guarantees
+//! - No task runs before its deadline.
+//! - Tasks with equal deadlines run in submission order.
+//! - Runs of one periodic task never overlap, and each run happens-before the next.
+//! - A task's effects happen-before [`ScheduledFuture::get`] returns.
+//! - Dropping a [`ScheduledFuture`] does not cancel its task.
+//! - A panicking task never kills its worker; its future reports the panic.
+//! - With `remove_on_cancel` (the default), [`ScheduledFuture::cancel`] has removed the
+//!   task from the queue, in O(log n), and dropped its closure when it returns.
+//!
+//! # Testing with virtual time
+//! Build the executor with [`Builder::clock`] and a [`ManualClock`]: tasks fire when
+//! [`ManualClock::advance`] reaches their deadline, with no real-time waiting, so an hour
+//! of schedule runs in milliseconds.
+//!
+//! # Observability
+//! `tracing` spans and events, target `schedpool` (no subscriber is installed): a `task`
+//! span per run (trace level) with fields `id`, `kind` and `lateness_us`; `warn` on
+//! rejection, `error` on a panicking task, `info` on shutdown and termination, `debug` on
+//! worker start and exit.
+//!
+//! See `docs/DESIGN.md` for the architecture and `docs/JAVA.md` for the mapping from Java.
+
+#![doc(test(attr(deny(warnings))))]
+
+mod builder;
+mod clock;
+mod delay_queue;
+mod error;
+mod executor;
+mod future;
+mod heap;
+mod priority_queue;
+mod queue;
+mod stats;
+mod sync;
+mod task;
+mod worker;
+
+pub use builder::{Builder, RejectionPolicy};
+pub use clock::ManualClock;
+pub use delay_queue::{DelayKey, DelayQueue};
+pub use error::{ScheduleError, TaskError};
+pub use executor::ScheduledThreadPoolExecutor;
+pub use future::{CancelHandle, PendingTask, ScheduledFuture};
+pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
+pub use stats::PoolStats;

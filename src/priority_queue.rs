@@ -1,0 +1,183 @@
+//! [`PriorityBlockingQueue<T>`] and [`PriorityKey`]: Java's `PriorityBlockingQueue`,
+//! indexed, as a thin layer over `queue.rs` and `heap.rs`.
+//!
+//! # Design
+//! Every entry is due at tick 0, so the blocking queue's leader/follower wait degenerates
+//! to "wait while empty": no consumer ever becomes leader, an offer into an empty queue
+//! wakes one consumer, and a consumer that leaves with elements left wakes the next (I3 in
+//! `queue.rs`). The element itself is the heap key (`Ord`, ties by offer order). Java's
+//! `remove(Object)` is O(n); here `remove(PriorityKey)` is O(log n).
+//!
+//! Unlike the executor's queue, user code does run under the lock here: the element's
+//! `Ord` (it is the key) and `peek_with`'s closure. Neither may call back into the same
+//! queue.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::clock::{self, Clock, Ticks};
+use crate::heap::{Handle, Ordered};
+use crate::queue::{BlockingQueue, Take, Timed};
+use crate::sync::unique_id;
+
+/// A heap entry ordered by the element, then by offer order.
+struct Prioritized<T> {
+    item: T,
+    seq: u64,
+}
+
+impl<T: Ord> Ordered for Prioritized<T> {
+    #[inline]
+    fn before(&self, other: &Self) -> bool {
+        match self.item.cmp(&other.item) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => self.seq < other.seq,
+            std::cmp::Ordering::Greater => false,
+        }
+    }
+}
+
+impl<T: Ord> Timed for Prioritized<T> {
+    #[inline]
+    fn deadline(&self) -> Ticks {
+        0 // always due
+    }
+}
+
+/// An unbounded blocking min-priority queue: the smallest element by `Ord` comes out
+/// first, equal elements in offer order (Java: `java.util.concurrent.PriorityBlockingQueue`).
+///
+/// ```
+/// use schedpool::PriorityBlockingQueue;
+///
+/// let q = PriorityBlockingQueue::new();
+/// q.offer(30);
+/// let key = q.offer(10);
+/// q.offer(20);
+/// assert_eq!(q.remove(key), Some(10)); // O(log n), Java's is O(n)
+/// assert_eq!(q.peek_with(|v| *v), Some(20));
+/// let mut out = Vec::new();
+/// assert_eq!(q.drain_to(&mut out, 10), 2);
+/// assert_eq!(out, vec![20, 30]);
+/// ```
+pub struct PriorityBlockingQueue<T> {
+    inner: BlockingQueue<Prioritized<T>>,
+    id: u64,
+}
+
+/// Names one element of one [`PriorityBlockingQueue`]; safe forever like a
+/// [`DelayKey`](crate::DelayKey).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PriorityKey {
+    queue: u64,
+    handle: Handle,
+}
+
+impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// An empty queue with room for `n` elements before it reallocates.
+    pub fn with_capacity(n: usize) -> Self {
+        PriorityBlockingQueue {
+            inner: BlockingQueue::new(Clock::real(), n, ()),
+            id: unique_id(),
+        }
+    }
+
+    /// Adds `item`. O(log n). Wakes one waiting consumer if the queue was empty.
+    pub fn offer(&self, item: T) -> PriorityKey {
+        let mut q = self.inner.lock();
+        let seq = q.next_seq();
+        let handle = q.push(Prioritized { item, seq });
+        PriorityKey {
+            queue: self.id,
+            handle,
+        }
+    }
+
+    /// Removes and returns the smallest element, blocking while the queue is empty.
+    pub fn take(&self) -> T {
+        loop {
+            if let Take::Item(entry, _) = self.inner.lock().take(None, |_| false) {
+                return entry.item;
+            }
+        }
+    }
+
+    /// The smallest element, or `None` if the queue is empty; never blocks.
+    pub fn poll(&self) -> Option<T> {
+        self.inner.lock().heap.pop().map(|e| e.item)
+    }
+
+    /// As [`take`](Self::take), giving up after `timeout` (real time).
+    pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
+        match self
+            .inner
+            .lock()
+            .take(clock::timeout_at(timeout), |_| false)
+        {
+            Take::Item(entry, _) => Some(entry.item),
+            Take::TimedOut | Take::Stopped => None,
+        }
+    }
+
+    /// Applies `f` to the smallest element without removing it. `f` runs under the
+    /// queue's lock: it must not use this queue.
+    pub fn peek_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.inner.lock().heap.peek().map(|e| f(&e.item))
+    }
+
+    /// Removes the element `key` names, in O(log n). `None` if it is gone or the key
+    /// belongs to another queue.
+    pub fn remove(&self, key: PriorityKey) -> Option<T> {
+        if key.queue != self.id {
+            return None;
+        }
+        self.inner.lock().remove(key.handle).map(|e| e.item)
+    }
+
+    /// Moves up to `max` elements, smallest first, to the end of `out`; returns how many
+    /// (Java: `drainTo`).
+    pub fn drain_to(&self, out: &mut Vec<T>, max: usize) -> usize {
+        let mut q = self.inner.lock();
+        let n = max.min(q.heap.len());
+        out.reserve(n);
+        for _ in 0..n {
+            out.extend(q.heap.pop().map(|e| e.item));
+        }
+        n
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.inner.lock().heap.len()
+    }
+
+    /// `true` if there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes every element; they are dropped after the lock is released.
+    pub fn clear(&self) {
+        let removed = self.inner.lock().clear();
+        drop(removed);
+    }
+}
+
+impl<T: Ord + Send + 'static> Default for PriorityBlockingQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for PriorityBlockingQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PriorityBlockingQueue")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,464 @@
+//! The blocking delayed queue behind the executor (Java: `DelayedWorkQueue`),
+//! [`DelayQueue`](crate::DelayQueue) and [`PriorityBlockingQueue`](crate::PriorityBlockingQueue).
+//!
+//! # Design
+//! One `Mutex<State>` guards the heap, the leader flag and whatever extra state `X` the
+//! owner keeps beside it (the executor keeps its run state and worker counts there, so that
+//! "is there a worker for this task?" and "is the queue empty?" are decided atomically).
+//! Waiting is leader/follower, as in Java's `DelayedWorkQueue` and `DelayQueue`: at most
+//! one thread, the leader, sleeps until the head's deadline; the others sleep without a
+//! timeout. Unlike Java, the two kinds of sleeper wait on two condition variables:
+//!
+//! - `leader_cv`: only the leader waits here. An offer that becomes the new head, a removal
+//!   of the head and a [`ManualClock`](crate::ManualClock) advance signal it, so the wake-up
+//!   always reaches the one thread that must re-arm its timer. (Java signals one waiter of a
+//!   shared condition; a follower may receive it, which is harmless only because the leader
+//!   also wakes on its timeout. With virtual time the leader has no timeout.)
+//! - `followers`: everyone else. A new head with no leader wakes one follower, which
+//!   becomes the leader. A thread that leaves `take` with entries left and no leader wakes
+//!   one follower to take its place.
+//!
+//! No offer ever wakes more than one thread; only shutdown and resizing wake all.
+//! Entries whose deadline is always 0 (the priority queue) are always due: nobody ever
+//! becomes leader and `take` degenerates to "wait while empty".
+//!
+//! We rejected a lock-free queue: removal by handle needs a stable heap while it sifts, and
+//! every critical section here is O(log n) with no user code inside (I4).
+//!
+//! # Invariants
+//! - I1: heap invariants H1–H3 (`heap.rs`) hold whenever the lock is free.
+//! - I2: `leader` is true only while one thread is between deciding to lead and leaving its
+//!   timed wait on `leader_cv`; that thread clears it itself before anything else.
+//! - I3: a thread that leaves `take` with the heap non-empty and no leader signals one
+//!   follower, so a due head always has a taker.
+//! - I4: no user code (task bodies, element destructors, tracing subscribers) runs under
+//!   the lock: callers get removed entries back and drop them after unlocking.
+//! - I5: whoever makes a new head (offer, re-key) or removes the head signals the leader if
+//!   there is one, else one follower.
+//!
+//! # Ordering
+//! Everything is under the mutex; there are no atomics in this file.
+
+use std::fmt;
+use std::time::Instant;
+
+use crate::clock::{AdvanceListener, Clock, Ticks};
+use crate::heap::{Handle, IndexedHeap, Ordered};
+use crate::sync::{Condvar, Mutex, MutexGuard};
+
+/// An entry that becomes available at a deadline.
+pub(crate) trait Timed: Ordered {
+    fn deadline(&self) -> Ticks;
+}
+
+/// A heap entry ordered by `(deadline, seq)`: the deadline and the FIFO tie-break live
+/// inline in the heap array, the payload beside them.
+#[derive(Debug)]
+pub(crate) struct TimedEntry<V> {
+    pub(crate) deadline: Ticks,
+    pub(crate) seq: u64,
+    pub(crate) value: V,
+}
+
+impl<V> Ordered for TimedEntry<V> {
+    #[inline]
+    fn before(&self, other: &Self) -> bool {
+        (self.deadline, self.seq) < (other.deadline, other.seq)
+    }
+}
+
+impl<V> Timed for TimedEntry<V> {
+    #[inline]
+    fn deadline(&self) -> Ticks {
+        self.deadline
+    }
+}
+
+/// What the lock guards.
+pub(crate) struct State<E, X> {
+    /// Pending entries, first out at the root (I1).
+    pub(crate) heap: IndexedHeap<E>,
+    /// A thread is the leader (I2).
+    leader: bool,
+    /// Next FIFO sequence number.
+    seq: u64,
+    /// The owner's state, guarded by the same lock.
+    pub(crate) ext: X,
+}
+
+impl<E: Timed, X> State<E, X> {
+    /// A fresh sequence number: later calls get larger numbers.
+    #[inline]
+    pub(crate) fn next_seq(&mut self) -> u64 {
+        let s = self.seq;
+        self.seq += 1;
+        s
+    }
+
+    /// The head's deadline, if any.
+    #[inline]
+    pub(crate) fn head_deadline(&self) -> Option<Ticks> {
+        self.heap.peek().map(Timed::deadline)
+    }
+}
+
+/// Outcome of [`Locked::take`].
+#[derive(Debug)]
+pub(crate) enum Take<E> {
+    /// A due entry, and the time it was found due.
+    Item(E, Ticks),
+    /// The real-time timeout passed.
+    TimedOut,
+    /// The caller's stop condition held.
+    Stopped,
+}
+
+/// The blocking queue: a heap under one lock with leader/follower waiting.
+pub(crate) struct BlockingQueue<E, X = ()> {
+    state: Mutex<State<E, X>>,
+    /// The leader's timed wait (I2, I5).
+    leader_cv: Condvar,
+    /// Everyone else's untimed wait (I3, I5).
+    followers: Condvar,
+    clock: Clock,
+}
+
+impl<E: Timed, X> BlockingQueue<E, X> {
+    pub(crate) fn new(clock: Clock, capacity: usize, ext: X) -> Self {
+        BlockingQueue {
+            state: Mutex::new(State {
+                heap: IndexedHeap::with_capacity(capacity),
+                leader: false,
+                seq: 0,
+                ext,
+            }),
+            leader_cv: Condvar::new(),
+            followers: Condvar::new(),
+            clock,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Takes the lock.
+    #[inline]
+    pub(crate) fn lock(&self) -> Locked<'_, E, X> {
+        Locked {
+            queue: self,
+            state: self.state.lock(),
+        }
+    }
+
+    /// I5: a new head, or the head left: the leader must re-arm; with no leader, one
+    /// follower takes the lead.
+    #[inline]
+    fn signal_head_changed(&self, state: &State<E, X>) {
+        if state.leader {
+            self.leader_cv.notify_one();
+        } else if !state.heap.is_empty() {
+            self.followers.notify_one();
+        }
+    }
+}
+
+impl<E: Timed + Send, X: Send> AdvanceListener for BlockingQueue<E, X> {
+    /// C3 (`clock.rs`): the time moved; the leader re-reads it under the lock.
+    fn on_advance(&self) {
+        let state = self.state.lock();
+        self.signal_head_changed(&state);
+    }
+}
+
+impl<E, X> fmt::Debug for BlockingQueue<E, X> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockingQueue").finish_non_exhaustive()
+    }
+}
+
+/// The queue with its lock held. Only this guard hands out `&mut State`, so every
+/// function that takes it runs under the lock by construction.
+pub(crate) struct Locked<'a, E, X> {
+    queue: &'a BlockingQueue<E, X>,
+    state: MutexGuard<'a, State<E, X>>,
+}
+
+impl<E: Timed, X> std::ops::Deref for Locked<'_, E, X> {
+    type Target = State<E, X>;
+    #[inline]
+    fn deref(&self) -> &State<E, X> {
+        &self.state
+    }
+}
+
+impl<E: Timed, X> std::ops::DerefMut for Locked<'_, E, X> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut State<E, X> {
+        &mut self.state
+    }
+}
+
+impl<E: Timed, X> Locked<'_, E, X> {
+    /// Inserts an entry; signals a waiter if it is the new head (I5). O(log n).
+    #[inline]
+    pub(crate) fn push(&mut self, entry: E) -> Handle {
+        let handle = self.state.heap.push(entry);
+        if self.state.heap.position(handle) == Some(0) {
+            self.queue.signal_head_changed(&self.state);
+        }
+        handle
+    }
+
+    /// Removes the entry `h` names (I5 if it was the head). O(log n).
+    #[inline]
+    pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
+        let was_head = self.state.heap.position(h)? == 0;
+        let entry = self.state.heap.remove(h);
+        if was_head {
+            self.queue.signal_head_changed(&self.state);
+        }
+        entry
+    }
+
+    /// Removes every entry `remove` selects; signals the leader (the head may have gone).
+    pub(crate) fn extract_if(&mut self, remove: impl FnMut(&E) -> bool) -> Vec<E> {
+        let out = self.state.heap.extract_if(remove);
+        if !out.is_empty() {
+            self.queue.signal_head_changed(&self.state);
+        }
+        out
+    }
+
+    /// Removes everything (entries in no particular order).
+    pub(crate) fn clear(&mut self) -> Vec<E> {
+        let out = self.state.heap.clear();
+        self.queue.signal_head_changed(&self.state);
+        out
+    }
+
+    /// The head if it is due now (never blocks).
+    #[inline]
+    pub(crate) fn poll(&mut self) -> Option<E> {
+        let deadline = self.state.head_deadline()?;
+        if deadline <= self.queue.clock.now() {
+            self.state.heap.pop()
+        } else {
+            None
+        }
+    }
+
+    /// Every entry due at `now`, in order.
+    pub(crate) fn drain_due(&mut self, now: Ticks) -> Vec<E> {
+        let mut out = Vec::new();
+        while self.state.head_deadline().is_some_and(|d| d <= now) {
+            out.extend(self.state.heap.pop());
+        }
+        out
+    }
+
+    /// Wakes every waiter; each re-checks its condition.
+    pub(crate) fn wake_all(&self) {
+        self.queue.leader_cv.notify_all();
+        self.queue.followers.notify_all();
+    }
+
+    /// Waits on the owner's own condition variable with this lock; `true` if it timed out.
+    pub(crate) fn wait_on(&mut self, cv: &Condvar, until: Option<Instant>) -> bool {
+        wait(cv, &mut self.state, until)
+    }
+
+    /// Waits for a due entry with the leader/follower protocol (Java: `take` / timed
+    /// `poll`). Returns early when `stop` holds (checked on entry and after every
+    /// wake-up) or when the real-time `timeout` passes. The lock is held again on return.
+    pub(crate) fn take(
+        &mut self,
+        timeout: Option<Instant>,
+        mut stop: impl FnMut(&State<E, X>) -> bool,
+    ) -> Take<E> {
+        let queue = self.queue;
+        let result = loop {
+            if stop(&self.state) {
+                break Take::Stopped;
+            }
+            let head = self.state.head_deadline();
+            let now = head.map_or(0, |_| queue.clock.now());
+            if let Some(deadline) = head.filter(|&d| d <= now) {
+                debug_assert!(deadline <= now);
+                let entry = self.state.heap.pop().expect("the head was just seen");
+                break Take::Item(entry, now);
+            }
+            let timed_out = match head {
+                Some(deadline) if !self.state.leader => {
+                    // I2: lead. Sleep until the head is due (real clock) or the timeout.
+                    self.state.leader = true;
+                    let due = match &queue.clock {
+                        Clock::Real { .. } => Some(queue.clock.instant_of(deadline)),
+                        Clock::Manual(_) => None,
+                    };
+                    let until = earliest(due, timeout);
+                    let fired = wait(&queue.leader_cv, &mut self.state, until);
+                    self.state.leader = false; // I2: cleared before anything else
+                    fired
+                }
+                _ => wait(&queue.followers, &mut self.state, timeout),
+            };
+            if timed_out && timeout.is_some_and(|t| Instant::now() >= t) {
+                break Take::TimedOut;
+            }
+        };
+        // I3: hand leadership on before returning.
+        if !self.state.heap.is_empty() && !self.state.leader {
+            queue.followers.notify_one();
+        }
+        result
+    }
+}
+
+/// The earlier of two optional instants.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// One wait on `cv`, timed if `until` is given; `true` if it timed out.
+fn wait<T>(cv: &Condvar, guard: &mut MutexGuard<'_, T>, until: Option<Instant>) -> bool {
+    match until {
+        Some(until) => cv.wait_until(guard, until),
+        None => {
+            cv.wait(guard);
+            false
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::{add, ManualClock};
+    use crate::sync::Arc;
+    use std::time::Duration;
+
+    type Q = BlockingQueue<TimedEntry<u32>>;
+
+    fn manual() -> (ManualClock, Arc<Q>) {
+        let c = ManualClock::new();
+        let q = Arc::new(Q::new(Clock::Manual(c.clone()), 0, ()));
+        let weak = Arc::downgrade(&q);
+        Clock::Manual(c.clone()).register(weak);
+        (c, q)
+    }
+
+    fn offer(q: &Q, deadline: Ticks, v: u32) -> Handle {
+        let mut g = q.lock();
+        let seq = g.next_seq();
+        g.push(TimedEntry {
+            deadline,
+            seq,
+            value: v,
+        })
+    }
+
+    fn take(q: &Q) -> u32 {
+        match q.lock().take(None, |_| false) {
+            Take::Item(e, _) => e.value,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    const MS: Ticks = 1_000_000;
+
+    #[test]
+    fn due_entries_come_out_in_deadline_then_fifo_order() {
+        let (c, q) = manual();
+        for (d, v) in [(30, 0), (10, 1), (20, 2), (10, 3)] {
+            offer(&q, d * MS, v);
+        }
+        c.advance(Duration::from_millis(30));
+        assert_eq!(
+            (0..4).map(|_| take(&q)).collect::<Vec<_>>(),
+            vec![1, 3, 2, 0]
+        );
+    }
+
+    #[test]
+    fn poll_returns_only_due_entries() {
+        let (c, q) = manual();
+        offer(&q, 5 * MS, 7);
+        assert!(q.lock().poll().is_none());
+        c.advance(Duration::from_millis(5));
+        assert_eq!(q.lock().poll().map(|e| e.value), Some(7));
+    }
+
+    #[test]
+    fn timed_take_times_out_in_real_time() {
+        let (_c, q) = manual();
+        offer(&q, add(0, Duration::MAX), 1);
+        let until = Instant::now() + Duration::from_millis(20);
+        assert!(matches!(
+            q.lock().take(Some(until), |_| false),
+            Take::TimedOut
+        ));
+        assert!(Instant::now() >= until);
+    }
+
+    #[test]
+    fn advance_wakes_the_leader() {
+        let (c, q) = manual();
+        offer(&q, 3_600_000 * MS, 42);
+        let q2 = q.clone();
+        let taker = std::thread::spawn(move || take(&q2));
+        wait_for(|| q.lock().leader);
+        c.advance(Duration::from_secs(3600));
+        assert_eq!(taker.join().unwrap(), 42);
+    }
+
+    #[test]
+    fn an_earlier_offer_wakes_the_leader_and_every_taker_gets_one() {
+        let (c, q) = manual();
+        offer(&q, 100 * MS, 1);
+        let takers: Vec<_> = (0..3)
+            .map(|_| {
+                let q = q.clone();
+                std::thread::spawn(move || take(&q))
+            })
+            .collect();
+        wait_for(|| q.lock().leader);
+        offer(&q, 10 * MS, 2); // new head: the leader re-arms for it
+        offer(&q, 50 * MS, 3);
+        c.advance(Duration::from_millis(100));
+        let mut got: Vec<u32> = takers.into_iter().map(|t| t.join().unwrap()).collect();
+        got.sort();
+        assert_eq!(got, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn real_clock_leader_wakes_at_the_deadline() {
+        let q = Q::new(Clock::real(), 0, ());
+        let at = q.clock().deadline_after(Duration::from_millis(15));
+        offer(&q, at, 9);
+        assert_eq!(take(&q), 9);
+        assert!(q.clock().now() >= at, "never early");
+    }
+
+    #[test]
+    fn remove_of_the_head_and_stop() {
+        let (_c, q) = manual();
+        let h = offer(&q, 5 * MS, 1);
+        assert_eq!(q.lock().remove(h).map(|e| e.value), Some(1));
+        assert!(q.lock().remove(h).is_none());
+        let mut g = q.lock();
+        assert!(matches!(g.take(None, |s| s.heap.is_empty()), Take::Stopped));
+    }
+
+    fn wait_for(cond: impl Fn() -> bool) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !cond() {
+            assert!(Instant::now() < end, "condition not reached in 10 s");
+            std::thread::yield_now();
+        }
+    }
+}

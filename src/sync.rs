@@ -1,0 +1,142 @@
+//! The synchronization primitives the crate uses, in one place.
+//!
+//! Normal builds use `parking_lot`'s `Mutex` and `Condvar` (no poisoning, one byte per
+//! mutex, `notify_*` is a single atomic load when nobody waits) and `std`'s atomics and
+//! threads. Under `cfg(all(test, loom))` the same names come from `loom`, so the queue and
+//! task protocols can be model-checked without touching their code. Only this file names
+//! `parking_lot`, `std::sync` or `loom`.
+//!
+//! The API is parking_lot's shape: `lock()` returns a guard, `Condvar::wait` takes
+//! `&mut guard`. `wait_until` returns `true` when it timed out. loom has no clock: its timed
+//! wait behaves as an untimed wait that may return spuriously, which the callers treat as
+//! any other wake-up (every wait sits in a loop that re-checks its condition).
+
+#[cfg(not(all(test, loom)))]
+mod imp {
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use std::thread;
+
+    use std::time::Instant;
+
+    /// A mutex without poisoning: a panic in user code never runs under one of ours (I4 in
+    /// `queue.rs`), and bookkeeping code does not panic.
+    pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
+    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+    /// A condition variable with the crate's timed-wait convention.
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(parking_lot::Condvar);
+
+    impl Condvar {
+        pub(crate) const fn new() -> Self {
+            Self(parking_lot::Condvar::new())
+        }
+
+        #[inline]
+        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+            self.0.wait(guard);
+        }
+
+        /// Waits until notified or `until` passes; `true` if it timed out.
+        #[inline]
+        pub(crate) fn wait_until<T>(&self, guard: &mut MutexGuard<'_, T>, until: Instant) -> bool {
+            self.0.wait_until(guard, until).timed_out()
+        }
+
+        #[inline]
+        pub(crate) fn notify_one(&self) -> bool {
+            self.0.notify_one()
+        }
+
+        #[inline]
+        pub(crate) fn notify_all(&self) -> usize {
+            self.0.notify_all()
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod imp {
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use loom::thread;
+
+    use std::ops::{Deref, DerefMut};
+    use std::time::{Duration, Instant};
+
+    /// loom's mutex behind parking_lot's API (no poisoning: unwrap is fine in models).
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    /// The guard keeps loom's guard in an `Option` so `Condvar::wait` can move it out and
+    /// back through `&mut`.
+    #[derive(Debug)]
+    pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(loom::sync::Mutex::new(value))
+        }
+
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            MutexGuard(Some(self.0.lock().unwrap()))
+        }
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            self.0.as_ref().expect("guard present outside wait")
+        }
+    }
+
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            self.0.as_mut().expect("guard present outside wait")
+        }
+    }
+
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Self(loom::sync::Condvar::new())
+        }
+
+        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+            let inner = guard.0.take().expect("guard present");
+            guard.0 = Some(self.0.wait(inner).unwrap());
+        }
+
+        pub(crate) fn wait_until<T>(&self, guard: &mut MutexGuard<'_, T>, _until: Instant) -> bool {
+            let inner = guard.0.take().expect("guard present");
+            let (inner, result) = self.0.wait_timeout(inner, Duration::from_secs(1)).unwrap();
+            guard.0 = Some(inner);
+            result.timed_out()
+        }
+
+        pub(crate) fn notify_one(&self) -> bool {
+            self.0.notify_one();
+            true
+        }
+
+        pub(crate) fn notify_all(&self) -> usize {
+            self.0.notify_all();
+            0
+        }
+    }
+}
+
+pub(crate) use imp::*;
+
+/// Reference counting stays `std`'s in every build: tasks are `Arc<dyn Job>` and loom's
+/// `Arc` cannot coerce to a trait object. The models check the protocols built on the
+/// mutexes, condition variables and atomics, not reference counts.
+pub(crate) use std::sync::{Arc, Weak};
+
+/// A process-wide unique number (queue identities for keys). Always `std`'s atomic: it is
+/// a `static`, outside any model. `Relaxed`: only uniqueness matters.
+pub(crate) fn unique_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
