@@ -489,6 +489,21 @@ impl ScheduledThreadPoolExecutor {
     }
 }
 
+#[cfg(all(test, loom))]
+impl ScheduledThreadPoolExecutor {
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+#[cfg(all(test, loom))]
+impl Shared {
+    /// Models: reserve a worker slot that the model's own thread plays, so no thread starts.
+    pub(crate) fn pretend_worker(&self) {
+        self.queue.lock().ext.reserve();
+    }
+}
+
 impl Clone for ScheduledThreadPoolExecutor {
     fn clone(&self) -> Self {
         // Relaxed: a new handle is made from a live one, which keeps the count above zero.

@@ -164,7 +164,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
     }
 
     /// The entry `h` names, if it is still in the heap.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn get(&self, h: Handle) -> Option<&E> {
         self.position(h).map(|pos| &self.nodes[pos].entry)
     }
@@ -177,7 +177,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
 
     /// Changes the key of the entry `h` names with `f`, then restores H2. O(log n).
     /// Returns `false` (and does not call `f`) for a stale handle. The handle stays valid.
-    #[cfg_attr(not(test), allow(dead_code))] // used by `benches/heap.rs` and the tests
+    #[allow(dead_code)] // used by `benches/heap.rs` and the unit tests
     pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> bool {
         let Some(pos) = self.position(h) else {
             return false;
@@ -323,7 +323,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
     }
 
     /// Asserts H1, H2 and H3 (tests call it after every mutation).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn check_invariants(&self) {
         for (pos, node) in self.nodes.iter().enumerate() {
             let slot = self.slots[node.slot as usize];

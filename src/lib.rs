@@ -68,6 +68,11 @@ mod sync;
 mod task;
 mod worker;
 
+#[cfg(all(test, loom))]
+mod loom_queue;
+#[cfg(all(test, loom))]
+mod loom_task;
+
 pub use builder::{Builder, RejectionPolicy};
 pub use clock::ManualClock;
 pub use delay_queue::{DelayKey, DelayQueue};

@@ -284,7 +284,7 @@ impl<T> Completion<T> {
         }
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn is_ready(&self) -> bool {
         !matches!(*self.slot.lock(), Slot::Waiting(_))
     }

@@ -1,0 +1,120 @@
+//! loom models of the blocking queue's wake-up protocol (`queue.rs`, I2–I5) and of
+//! `DelayQueue::remove` against `take`.
+//!
+//! loom has no clock: every queue here runs on a `ManualClock`, so a leader waits without
+//! a timeout and a lost wake-up shows up as a deadlock, which loom reports.
+
+use std::time::Duration;
+
+use crate::clock::{AdvanceListener, Clock, ManualClock, Ticks};
+use crate::heap::Handle;
+use crate::queue::{BlockingQueue, Take, TimedEntry};
+use crate::sync::{thread, Arc, Weak};
+
+type Q = BlockingQueue<TimedEntry<u32>>;
+
+const MS: Ticks = 1_000_000;
+
+fn queue() -> (ManualClock, Arc<Q>) {
+    let clock = ManualClock::new();
+    let q = Arc::new(Q::new(Clock::Manual(clock.clone()), 4, ()));
+    let listener: Weak<dyn AdvanceListener> = Arc::downgrade(&q) as Weak<dyn AdvanceListener>;
+    Clock::Manual(clock.clone()).register(listener);
+    (clock, q)
+}
+
+fn offer(q: &Q, ms: Ticks, value: u32) -> Handle {
+    let mut g = q.lock();
+    let seq = g.next_seq();
+    g.push(TimedEntry {
+        deadline: ms * MS,
+        seq,
+        value,
+    })
+}
+
+fn take(q: &Q) -> u32 {
+    loop {
+        if let Take::Item(e, _) = q.lock().take(None, |_| false) {
+            return e.value;
+        }
+    }
+}
+
+fn spawn_taker(q: &Arc<Q>) -> thread::JoinHandle<u32> {
+    let q = q.clone();
+    thread::spawn(move || take(&q))
+}
+
+/// I5: an offer of an earlier head while a taker leads (or is about to) reaches the taker,
+/// which then takes the earlier element once it is due. A lost wake-up deadlocks.
+#[test]
+fn loom_take_vs_offer_of_an_earlier_head() {
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 20, 1);
+        let taker = spawn_taker(&q);
+        offer(&q, 10, 2);
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(taker.join().unwrap(), 2, "the earlier head comes out first");
+        assert_eq!(q.lock().heap.len(), 1);
+    });
+}
+
+/// I3 and I5: two takers and a removal of the head; every remaining element reaches a
+/// taker (no taker sleeps while a due element exists) and the removed one never does.
+#[test]
+fn loom_two_takers_and_a_remove_of_the_head() {
+    loom::model(|| {
+        let (clock, q) = queue();
+        let head = offer(&q, 10, 1);
+        offer(&q, 20, 2);
+        let a = spawn_taker(&q);
+        let b = spawn_taker(&q);
+        assert_eq!(q.lock().remove(head).map(|e| e.value), Some(1));
+        offer(&q, 20, 3);
+        clock.advance(Duration::from_millis(20));
+        let mut got = [a.join().unwrap(), b.join().unwrap()];
+        got.sort_unstable();
+        assert_eq!(got, [2, 3]);
+    });
+}
+
+/// C3 (`clock.rs`): an advance racing with a leader going to sleep is never missed.
+#[test]
+fn loom_advance_vs_a_waiting_leader() {
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 5, 7);
+        let taker = spawn_taker(&q);
+        let advancer = {
+            let clock = clock.clone();
+            thread::spawn(move || clock.advance(Duration::from_millis(5)))
+        };
+        advancer.join().unwrap();
+        assert_eq!(taker.join().unwrap(), 7);
+    });
+}
+
+/// `DelayQueue::remove` vs `take`: an element is either removed or taken, never both,
+/// never neither.
+#[test]
+fn loom_delay_queue_remove_vs_take() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let q = Arc::new(crate::DelayQueue::with_clock(clock.clone()));
+        let key = q.offer(1u32, Duration::from_millis(1));
+        q.offer(2u32, Duration::from_millis(2));
+        clock.advance(Duration::from_millis(2));
+        let taker = {
+            let q = q.clone();
+            thread::spawn(move || q.take())
+        };
+        let removed = q.remove(key);
+        let taken = taker.join().unwrap();
+        let left = q.poll();
+        let mut seen: Vec<u32> = removed.into_iter().chain([taken]).chain(left).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, vec![1, 2], "each element exactly once");
+    });
+}

@@ -1,0 +1,223 @@
+//! Auto traits and standard traits of every public type (checked at compile time; each
+//! test also exercises the trait once at run time).
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::error::Error;
+use std::fmt::{Debug, Display};
+use std::hash::Hash;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use schedpool::{
+    Builder, CancelHandle, DelayKey, DelayQueue, ManualClock, PendingTask, PoolStats,
+    PriorityBlockingQueue, PriorityKey, RejectionPolicy, ScheduleError, ScheduledFuture,
+    ScheduledThreadPoolExecutor, TaskError,
+};
+
+fn send<T: Send>() {}
+fn sync<T: Sync>() {}
+fn clone<T: Clone>() {}
+fn debug<T: Debug>() {}
+fn unpin<T: Unpin>() {}
+fn error<T: Error + Display + Debug + Send + 'static>() {}
+fn key<T: Copy + Clone + Debug + PartialEq + Eq + Hash>() {}
+
+/// `Send` but not `Sync`: proves a bound asks only for `T: Send`.
+type SendOnly = Receiver<u8>;
+
+#[test]
+fn executor_is_clone_send_sync_debug() {
+    send::<ScheduledThreadPoolExecutor>();
+    sync::<ScheduledThreadPoolExecutor>();
+    clone::<ScheduledThreadPoolExecutor>();
+    debug::<ScheduledThreadPoolExecutor>();
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let copy = pool.clone();
+    assert!(format!("{copy:?}").contains("ScheduledThreadPoolExecutor"));
+    drop(copy);
+    assert!(!pool.is_shutdown(), "dropping a clone is not the last handle");
+    pool.close();
+}
+
+#[test]
+fn builder_is_debug_and_default() {
+    debug::<Builder>();
+    let b = Builder::default().core_pool_size(3);
+    assert!(!format!("{b:?}").is_empty());
+    assert_eq!(b.build().core_pool_size(), 3);
+}
+
+#[test]
+fn scheduled_future_is_send_sync_unpin_debug_when_t_is_send() {
+    send::<ScheduledFuture<u32>>();
+    sync::<ScheduledFuture<u32>>();
+    unpin::<ScheduledFuture<u32>>();
+    debug::<ScheduledFuture<u32>>();
+    send::<ScheduledFuture<Cell<u8>>>();
+    sync::<ScheduledFuture<Cell<u8>>>();
+    send::<ScheduledFuture<SendOnly>>();
+    sync::<ScheduledFuture<SendOnly>>();
+    unpin::<ScheduledFuture<SendOnly>>();
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let fut = pool.submit(|| Cell::new(7u8)).unwrap();
+    assert!(!format!("{fut:?}").is_empty());
+    let fut = std::thread::spawn(move || fut).join().unwrap();
+    assert_eq!(fut.get().unwrap().get(), 7);
+    pool.close();
+}
+
+#[test]
+fn cancel_handle_is_clone_send_sync_debug() {
+    send::<CancelHandle>();
+    sync::<CancelHandle>();
+    clone::<CancelHandle>();
+    debug::<CancelHandle>();
+    let clock = ManualClock::new();
+    let pool = Builder::new().core_pool_size(1).clock(clock).build();
+    let fut = pool.schedule(Duration::from_secs(1), || ()).unwrap();
+    let handle = fut.cancel_handle().clone();
+    assert!(!format!("{handle:?}").is_empty());
+    assert!(std::thread::spawn(move || handle.cancel()).join().unwrap());
+    assert!(fut.is_cancelled());
+}
+
+#[test]
+fn pending_task_is_send_debug() {
+    send::<PendingTask>();
+    debug::<PendingTask>();
+    let clock = ManualClock::new();
+    let pool = Builder::new().core_pool_size(1).clock(clock).build();
+    let fut = pool.schedule(Duration::from_secs(1), || 5).unwrap();
+    let mut pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 1);
+    let task = pending.pop().unwrap();
+    assert!(!format!("{task:?}").is_empty());
+    std::thread::spawn(move || task.run()).join().unwrap();
+    assert_eq!(fut.get().unwrap(), 5);
+}
+
+#[test]
+fn pool_stats_is_debug_clone_send_sync() {
+    debug::<PoolStats>();
+    clone::<PoolStats>();
+    send::<PoolStats>();
+    sync::<PoolStats>();
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let stats = pool.stats();
+    let copy = stats.clone();
+    assert_eq!(copy.core_pool_size, stats.core_pool_size);
+    assert!(format!("{copy:?}").contains("core_pool_size"));
+}
+
+#[test]
+fn manual_clock_is_clone_send_sync_debug_default() {
+    send::<ManualClock>();
+    sync::<ManualClock>();
+    clone::<ManualClock>();
+    debug::<ManualClock>();
+    let clock = ManualClock::default();
+    let copy = clock.clone();
+    let t0 = clock.now();
+    copy.advance(Duration::from_secs(2));
+    assert_eq!(clock.now(), t0 + Duration::from_secs(2), "clones share time");
+    assert!(!format!("{clock:?}").is_empty());
+}
+
+#[test]
+fn task_error_is_error_and_send() {
+    error::<TaskError>();
+    let cancelled: Box<dyn Error + Send> = Box::new(TaskError::Cancelled);
+    assert!(!cancelled.to_string().is_empty());
+    let panicked = TaskError::Panicked(Box::new("boom"));
+    assert_eq!(panicked.panic_message(), Some("boom"));
+    assert!(panicked.to_string().contains("boom"));
+    assert!(format!("{panicked:?}").contains("Panicked"));
+    assert_eq!(TaskError::Cancelled.panic_message(), None);
+}
+
+#[test]
+fn schedule_error_is_error_clone_eq() {
+    error::<ScheduleError>();
+    sync::<ScheduleError>();
+    clone::<ScheduleError>();
+    fn eq<T: PartialEq + Eq>() {}
+    eq::<ScheduleError>();
+    let all = [
+        ScheduleError::Shutdown,
+        ScheduleError::QueueFull,
+        ScheduleError::ZeroPeriod,
+    ];
+    for (i, a) in all.iter().enumerate() {
+        assert_eq!(a.clone(), *a);
+        assert!(!a.to_string().is_empty());
+        for (j, b) in all.iter().enumerate() {
+            assert_eq!(a == b, i == j);
+        }
+    }
+}
+
+#[test]
+fn rejection_policy_is_copy_eq_debug() {
+    fn copy_eq<T: Copy + Clone + Debug + PartialEq + Eq + Send + Sync>() {}
+    copy_eq::<RejectionPolicy>();
+    let p = RejectionPolicy::CallerRuns;
+    let q = p;
+    assert_eq!(p, q);
+    assert_ne!(RejectionPolicy::Abort, RejectionPolicy::Discard);
+    assert_eq!(format!("{:?}", RejectionPolicy::Abort), "Abort");
+}
+
+#[test]
+fn delay_queue_is_send_sync_debug_when_t_is_send() {
+    send::<DelayQueue<u32>>();
+    sync::<DelayQueue<u32>>();
+    debug::<DelayQueue<u32>>();
+    send::<DelayQueue<SendOnly>>();
+    sync::<DelayQueue<SendOnly>>();
+    let q = std::sync::Arc::new(DelayQueue::new());
+    let q2 = q.clone();
+    std::thread::spawn(move || {
+        q2.offer(1u32, Duration::ZERO);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(q.len(), 1);
+    assert!(!format!("{q:?}").is_empty());
+}
+
+#[test]
+fn priority_queue_is_send_sync_debug_when_t_is_send() {
+    send::<PriorityBlockingQueue<u32>>();
+    sync::<PriorityBlockingQueue<u32>>();
+    debug::<PriorityBlockingQueue<u32>>();
+    send::<PriorityBlockingQueue<Cell<u8>>>();
+    sync::<PriorityBlockingQueue<Cell<u8>>>();
+    let q = PriorityBlockingQueue::new();
+    q.offer(2u32);
+    assert!(!format!("{q:?}").is_empty());
+    assert_eq!(q.poll(), Some(2));
+}
+
+#[test]
+fn keys_are_copy_eq_hash_debug_send_sync() {
+    key::<DelayKey>();
+    key::<PriorityKey>();
+    send::<DelayKey>();
+    sync::<DelayKey>();
+    send::<PriorityKey>();
+    sync::<PriorityKey>();
+    let dq = DelayQueue::new();
+    let a = dq.offer('a', Duration::from_secs(60));
+    let b = dq.offer('b', Duration::from_secs(60));
+    let a2 = a;
+    assert_eq!(a, a2);
+    assert_ne!(a, b);
+    assert_eq!(HashSet::from([a, a2, b]).len(), 2);
+    assert!(!format!("{a:?}").is_empty());
+    let pq = PriorityBlockingQueue::new();
+    let x = pq.offer(1);
+    let y = pq.offer(1);
+    assert_ne!(x, y);
+    assert_eq!(HashSet::from([x, x, y]).len(), 2);
+}

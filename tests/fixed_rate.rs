@@ -1,0 +1,310 @@
+//! `schedule_at_fixed_rate`: next deadline = previous deadline + period, catch-up after an
+//! overrun, no overlapping runs, an hour of virtual time, `ZeroPeriod`, `deadline()`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use schedpool::{ManualClock, ScheduleError, ScheduledThreadPoolExecutor};
+
+const BOUND: Duration = Duration::from_secs(10);
+
+fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(core)
+        .clock(clock.clone())
+        .build();
+    (clock, pool)
+}
+
+/// On a one-worker pool, a task due now runs after every task due earlier.
+fn flush(pool: &ScheduledThreadPoolExecutor) {
+    assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
+}
+
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let end = Instant::now() + BOUND;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
+    drop(pool.shutdown_now());
+    assert!(pool.await_termination(BOUND));
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn sec(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[test]
+fn zero_period_is_rejected_without_running_or_counting() {
+    let (_clock, pool) = manual_pool(1);
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let err = pool
+        .schedule_at_fixed_rate(sec(1), Duration::ZERO, move || r.store(true, Ordering::SeqCst))
+        .unwrap_err();
+    assert_eq!(err, ScheduleError::ZeroPeriod);
+    let err = pool
+        .schedule_at_fixed_rate(Duration::ZERO, Duration::ZERO, || ())
+        .unwrap_err();
+    assert_eq!(err, ScheduleError::ZeroPeriod);
+    let s = pool.stats();
+    assert_eq!((s.task_count, s.rejected_count, s.queued), (0, 0, 0));
+    assert_eq!(s.pool_size, 0, "no thread for a refused task");
+    pool.close();
+    assert!(!ran.load(Ordering::SeqCst));
+}
+
+#[test]
+fn next_deadline_is_previous_deadline_plus_period_not_end_of_run() {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let starts = Arc::new(Mutex::new(Vec::new()));
+    let (s, c) = (starts.clone(), clock.clone());
+    let fut = pool
+        .schedule_at_fixed_rate(sec(10), sec(10), move || {
+            s.lock().unwrap().push(c.now() - t0);
+            c.advance(sec(3)); // the run takes 3 s of virtual time
+        })
+        .unwrap();
+    assert!(fut.is_periodic());
+    assert_eq!(fut.deadline(), t0 + sec(10));
+    clock.advance(sec(10));
+    wait_until("the first run ended", || fut.deadline() == t0 + sec(20));
+    assert_eq!(clock.now(), t0 + sec(13));
+    assert_eq!(fut.delay(), sec(7));
+    clock.advance(sec(6)); // t = 19
+    flush(&pool);
+    assert_eq!(starts.lock().unwrap().len(), 1);
+    clock.advance(sec(1)); // t = 20
+    wait_until("the second run ended", || fut.deadline() == t0 + sec(30));
+    assert_eq!(*starts.lock().unwrap(), [sec(10), sec(20)]);
+    assert!(!fut.is_done());
+    shutdown_now_and_wait(&pool);
+    assert!(fut.get().unwrap_err().is_cancelled());
+}
+
+#[test]
+fn overrun_is_caught_up_back_to_back() {
+    // Period 10, first deadline 10, the first run takes 25: starts 10, 35, 35, 40, 50.
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let starts = Arc::new(Mutex::new(Vec::new()));
+    let (s, c) = (starts.clone(), clock.clone());
+    let fut = pool
+        .schedule_at_fixed_rate(ms(10), ms(10), move || {
+            let mut starts = s.lock().unwrap();
+            starts.push((c.now() - t0).as_millis());
+            if starts.len() == 1 {
+                c.advance(ms(25));
+            }
+        })
+        .unwrap();
+    clock.advance(ms(10));
+    wait_until("the overdue runs ended", || fut.deadline() == t0 + ms(40));
+    assert_eq!(*starts.lock().unwrap(), [10, 35, 35]);
+    clock.advance(ms(5));
+    wait_until("the run at 40 ended", || fut.deadline() == t0 + ms(50));
+    clock.advance(ms(10));
+    wait_until("the run at 50 ended", || fut.deadline() == t0 + ms(60));
+    assert_eq!(*starts.lock().unwrap(), [10, 35, 35, 40, 50]);
+    assert_eq!(pool.stats().completed_task_count, 5);
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn a_long_gap_replays_every_missed_run() {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_at_fixed_rate(sec(1), sec(1), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    clock.advance(sec(50));
+    wait_until("50 runs", || runs.load(Ordering::SeqCst) == 50);
+    wait_until("the next deadline", || fut.deadline() == t0 + sec(51));
+    flush(&pool);
+    assert_eq!(runs.load(Ordering::SeqCst), 50);
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn runs_never_overlap_and_each_sees_the_previous_one() {
+    let (clock, pool) = manual_pool(4);
+    assert_eq!(pool.prestart_all_core_threads(), 4);
+    let running = Arc::new(AtomicBool::new(false));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(AtomicU64::new(0));
+    let (r, o, s) = (running.clone(), overlaps.clone(), seen.clone());
+    let mut local: u64 = 0; // owned by the closure; runs must be ordered to count right
+    let fut = pool
+        .schedule_at_fixed_rate(ms(1), ms(1), move || {
+            if r.swap(true, Ordering::SeqCst) {
+                o.fetch_add(1, Ordering::SeqCst);
+            }
+            local += 1;
+            for _ in 0..20 {
+                std::thread::yield_now();
+            }
+            s.store(local, Ordering::SeqCst);
+            r.store(false, Ordering::SeqCst);
+        })
+        .unwrap();
+    let t0 = clock.now();
+    clock.advance(ms(300));
+    wait_until("300 runs", || seen.load(Ordering::SeqCst) == 300);
+    wait_until("the next deadline", || fut.deadline() == t0 + ms(301));
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0);
+    assert_eq!(pool.stats().completed_task_count, 300);
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn an_hour_in_one_second_steps_runs_3600_times() {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let (tx, rx) = mpsc::channel();
+    let mut n = 0u64;
+    let fut = pool
+        .schedule_at_fixed_rate(sec(1), sec(1), move || {
+            n += 1;
+            tx.send(n).unwrap();
+        })
+        .unwrap();
+    for i in 1..=3600 {
+        clock.advance(sec(1));
+        assert_eq!(rx.recv_timeout(BOUND), Ok(i));
+    }
+    wait_until("the last run ended", || fut.deadline() == t0 + sec(3601));
+    flush(&pool);
+    assert_eq!(rx.try_recv(), Err(mpsc::TryRecvError::Empty));
+    let s = pool.stats();
+    assert_eq!((s.task_count, s.completed_task_count), (1, 3600 + 1));
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn an_hour_in_ten_minute_steps_runs_3601_times_from_zero() {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_at_fixed_rate(Duration::ZERO, sec(1), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    wait_until("the run at 0", || runs.load(Ordering::SeqCst) == 1);
+    for step in 1..=6 {
+        clock.advance(sec(600));
+        let expected = 1 + 600 * step;
+        wait_until("a step's runs", || runs.load(Ordering::SeqCst) == expected);
+    }
+    wait_until("the next deadline", || fut.deadline() == t0 + sec(3601));
+    flush(&pool);
+    assert_eq!(runs.load(Ordering::SeqCst), 3601);
+    assert_eq!(pool.stats().completed_task_count, 3601 + 1);
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn deadline_is_the_current_runs_until_it_ends_then_the_next() {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let (started_tx, started) = mpsc::channel();
+    let (go, go_rx) = mpsc::channel::<()>();
+    let fut = pool
+        .schedule_at_fixed_rate(sec(10), sec(10), move || {
+            started_tx.send(()).unwrap();
+            go_rx.recv_timeout(BOUND).unwrap();
+        })
+        .unwrap();
+    clock.advance(sec(10));
+    started.recv_timeout(BOUND).unwrap();
+    assert_eq!(fut.deadline(), t0 + sec(10));
+    assert_eq!(fut.delay(), Duration::ZERO);
+    go.send(()).unwrap();
+    wait_until("the run ended", || fut.deadline() == t0 + sec(20));
+    assert_eq!(fut.delay(), sec(10));
+    clock.advance(sec(10));
+    started.recv_timeout(BOUND).unwrap();
+    assert_eq!(fut.deadline(), t0 + sec(20));
+    go.send(()).unwrap();
+    wait_until("the run ended", || fut.deadline() == t0 + sec(30));
+    assert!(!fut.is_done());
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn initial_delay_counts_from_scheduling_time() {
+    let (clock, pool) = manual_pool(1);
+    clock.advance(sec(100));
+    let t = clock.now();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_at_fixed_rate(sec(5), sec(2), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert_eq!(fut.deadline(), t + sec(5));
+    clock.advance(sec(4));
+    flush(&pool);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    clock.advance(sec(1));
+    wait_until("the first run", || fut.deadline() == t + sec(7));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn huge_period_saturates_instead_of_overflowing() {
+    let (clock, pool) = manual_pool(1);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_at_fixed_rate(sec(1), Duration::MAX, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    clock.advance(sec(1));
+    let t1 = clock.now();
+    wait_until("the first run ended", || fut.deadline() > t1);
+    assert!(fut.delay() > Duration::from_secs(100 * 365 * 24 * 3600));
+    clock.advance(Duration::from_secs(3600 * 24 * 365));
+    flush(&pool);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(!fut.is_done(), "no panic, no second run");
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn fixed_rate_on_the_real_clock_keeps_running_until_cancelled() {
+    let pool = ScheduledThreadPoolExecutor::new(2);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_at_fixed_rate(Duration::ZERO, ms(1), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    wait_until("5 runs", || runs.load(Ordering::SeqCst) >= 5);
+    assert!(fut.cancel());
+    let after_cancel = runs.load(Ordering::SeqCst);
+    pool.close();
+    assert!(runs.load(Ordering::SeqCst) <= after_cancel + 1, "at most the run in progress");
+    assert!(fut.get().unwrap_err().is_cancelled());
+}

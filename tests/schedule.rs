@@ -1,0 +1,326 @@
+//! One-shot scheduling: `schedule`, `schedule_at`, `submit`, `execute`; deadline order,
+//! FIFO ties, past and huge deadlines, `deadline()` / `delay()`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor};
+
+const BOUND: Duration = Duration::from_secs(10);
+const HUNDRED_YEARS: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(core)
+        .clock(clock.clone())
+        .build();
+    (clock, pool)
+}
+
+/// On a one-worker pool, a task due now runs after every task due earlier (or due now
+/// and submitted earlier): when it has run, so have they.
+fn flush(pool: &ScheduledThreadPoolExecutor) {
+    assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
+}
+
+fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
+    drop(pool.shutdown_now());
+    assert!(pool.await_termination(BOUND));
+}
+
+fn sec(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[test]
+fn schedule_runs_after_its_delay_and_yields_the_value() {
+    let (clock, pool) = manual_pool(1);
+    let fut = pool.schedule(sec(5), || "done").unwrap();
+    assert!(!fut.is_periodic());
+    clock.advance(sec(5));
+    assert!(fut.wait_timeout(BOUND));
+    assert!(fut.is_done() && !fut.is_cancelled());
+    assert_eq!(fut.get().unwrap(), "done");
+    pool.close();
+    assert_eq!(pool.stats().completed_task_count, 1);
+}
+
+#[test]
+fn schedule_at_runs_at_the_instant_in_the_executor_clock() {
+    let (clock, pool) = manual_pool(1);
+    let at = clock.now() + sec(30);
+    let fut = pool.schedule_at(at, || 3).unwrap();
+    assert_eq!(fut.deadline(), at);
+    assert_eq!(fut.delay(), sec(30));
+    clock.advance(sec(29));
+    flush(&pool);
+    assert!(!fut.is_done());
+    clock.advance(sec(1));
+    assert_eq!(fut.get().unwrap(), 3);
+    pool.close();
+}
+
+#[test]
+fn submit_runs_at_once_without_advancing_the_clock() {
+    let (_clock, pool) = manual_pool(2);
+    let fut = pool.submit(|| 40 + 2).unwrap();
+    assert_eq!(fut.delay(), Duration::ZERO);
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(fut.get().unwrap(), 42);
+    pool.close();
+}
+
+#[test]
+fn execute_runs_at_once_without_a_handle() {
+    let (_clock, pool) = manual_pool(2);
+    let (tx, rx) = mpsc::channel();
+    pool.execute(move || tx.send(7).unwrap()).unwrap();
+    assert_eq!(rx.recv_timeout(BOUND), Ok(7));
+    pool.close();
+    let s = pool.stats();
+    assert_eq!((s.task_count, s.completed_task_count), (1, 1));
+}
+
+#[test]
+fn tasks_run_in_deadline_order() {
+    let (clock, pool) = manual_pool(1);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let delays = [50, 10, 40, 20, 30, 5, 45, 15];
+    let futs: Vec<ScheduledFuture<()>> = delays
+        .iter()
+        .map(|&d| {
+            let order = order.clone();
+            pool.schedule(Duration::from_millis(d), move || {
+                order.lock().unwrap().push(d);
+            })
+            .unwrap()
+        })
+        .collect();
+    clock.advance(sec(1));
+    for f in &futs {
+        assert!(f.wait_timeout(BOUND));
+    }
+    let mut sorted = delays.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(*order.lock().unwrap(), sorted);
+    pool.close();
+}
+
+#[test]
+fn equal_deadlines_run_in_submission_order() {
+    let (clock, pool) = manual_pool(1);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let at = clock.now() + sec(10);
+    let mut futs = Vec::new();
+    for i in 0..100 {
+        let order = order.clone();
+        let f = if i % 2 == 0 {
+            pool.schedule(sec(10), move || order.lock().unwrap().push(i))
+        } else {
+            pool.schedule_at(at, move || order.lock().unwrap().push(i))
+        };
+        futs.push(f.unwrap());
+    }
+    clock.advance(sec(10));
+    for f in &futs {
+        assert!(f.wait_timeout(BOUND));
+    }
+    assert_eq!(*order.lock().unwrap(), (0..100).collect::<Vec<_>>());
+    pool.close();
+}
+
+#[test]
+fn ties_interleaved_with_other_deadlines_keep_fifo_within_each_deadline() {
+    let (clock, pool) = manual_pool(1);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut futs = Vec::new();
+    for i in 0..30u64 {
+        let order = order.clone();
+        let d = sec(3 - i % 3);
+        futs.push(
+            pool.schedule(d, move || order.lock().unwrap().push(i))
+                .unwrap(),
+        );
+    }
+    clock.advance(sec(3));
+    for f in &futs {
+        assert!(f.wait_timeout(BOUND));
+    }
+    let mut expected: Vec<u64> = (0..30).collect();
+    expected.sort_by_key(|i| (3 - i % 3, *i));
+    assert_eq!(*order.lock().unwrap(), expected);
+    pool.close();
+}
+
+#[test]
+fn past_deadline_runs_without_advancing_the_clock() {
+    let (clock, pool) = manual_pool(1);
+    clock.advance(sec(3600));
+    let past = clock.now() - sec(1800);
+    let fut = pool.schedule_at(past, || 1).unwrap();
+    assert_eq!(fut.delay(), Duration::ZERO);
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(fut.get().unwrap(), 1);
+    pool.close();
+}
+
+#[test]
+fn deadline_before_the_clock_origin_runs_at_once() {
+    let (clock, pool) = manual_pool(1);
+    let Some(long_ago) = clock.now().checked_sub(sec(60)) else {
+        return; // the platform's Instant cannot go back that far
+    };
+    let fut = pool.schedule_at(long_ago, || 2).unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(fut.get().unwrap(), 2);
+    pool.close();
+}
+
+#[test]
+fn past_deadline_runs_on_the_real_clock() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let past = Instant::now();
+    std::thread::sleep(Duration::from_millis(2));
+    let fut = pool.schedule_at(past, || 9).unwrap();
+    assert_eq!(fut.delay(), Duration::ZERO);
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(fut.get().unwrap(), 9);
+    pool.close();
+}
+
+#[test]
+fn max_delay_is_far_in_the_future_and_does_not_run_after_a_century() {
+    let (clock, pool) = manual_pool(1);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let t0 = clock.now();
+    let fut = pool
+        .schedule(Duration::MAX, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert!(fut.deadline() > t0 + HUNDRED_YEARS);
+    assert!(fut.delay() > HUNDRED_YEARS);
+    clock.advance(HUNDRED_YEARS);
+    flush(&pool);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert!(!fut.is_done());
+    assert!(fut.delay() > Duration::ZERO);
+    assert_eq!(pool.queue_len(), 1);
+    shutdown_now_and_wait(&pool);
+    assert!(fut.get().unwrap_err().is_cancelled());
+}
+
+#[test]
+fn max_delay_on_the_real_clock_does_not_overflow() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let fut = pool.schedule(Duration::MAX, || ()).unwrap();
+    assert!(fut.deadline() > Instant::now() + HUNDRED_YEARS);
+    assert!(fut.delay() > HUNDRED_YEARS);
+    assert!(!fut.wait_timeout(Duration::from_millis(10)));
+    let rate = pool
+        .schedule_at_fixed_rate(Duration::MAX, Duration::MAX, || ())
+        .unwrap();
+    let delay = pool
+        .schedule_with_fixed_delay(Duration::MAX, Duration::MAX, || ())
+        .unwrap();
+    assert!(rate.delay() > HUNDRED_YEARS && delay.delay() > HUNDRED_YEARS);
+    assert_eq!(pool.queue_len(), 3);
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn max_delay_added_to_an_advanced_clock_saturates() {
+    let (clock, pool) = manual_pool(1);
+    clock.advance(HUNDRED_YEARS);
+    let fut = pool.schedule(Duration::MAX, || ()).unwrap();
+    assert!(fut.deadline() > clock.now());
+    assert!(fut.delay() > Duration::ZERO);
+    flush(&pool);
+    assert!(!fut.is_done());
+    shutdown_now_and_wait(&pool);
+}
+
+#[test]
+fn deadline_and_delay_follow_the_manual_clock() {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let fut = pool.schedule(sec(10), || ()).unwrap();
+    assert_eq!(fut.deadline(), t0 + sec(10));
+    assert_eq!(fut.delay(), sec(10));
+    std::thread::sleep(Duration::from_millis(5));
+    assert_eq!(fut.delay(), sec(10), "real time does not count");
+    clock.advance(sec(4));
+    assert_eq!(fut.deadline(), t0 + sec(10));
+    assert_eq!(fut.delay(), sec(6));
+    clock.advance(sec(20));
+    assert_eq!(fut.delay(), Duration::ZERO);
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(fut.deadline(), t0 + sec(10), "the last deadline stays");
+    assert_eq!(fut.delay(), Duration::ZERO);
+    pool.close();
+}
+
+#[test]
+fn never_runs_before_its_deadline() {
+    let (clock, pool) = manual_pool(2);
+    let fut = pool.schedule(sec(10), || ()).unwrap();
+    clock.advance(sec(10) - Duration::from_nanos(1));
+    assert_eq!(fut.delay(), Duration::from_nanos(1));
+    // Virtual time stands still; a task that ran early would be done within this wait.
+    assert!(!fut.wait_timeout(Duration::from_millis(50)));
+    assert!(!fut.is_done());
+    clock.advance(Duration::from_nanos(1));
+    assert!(fut.wait_timeout(BOUND));
+    pool.close();
+}
+
+#[test]
+fn a_later_task_does_not_run_before_an_earlier_one_is_due() {
+    let (clock, pool) = manual_pool(1);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let o = order.clone();
+    let late = pool
+        .schedule(sec(20), move || o.lock().unwrap().push("late"))
+        .unwrap();
+    let o = order.clone();
+    let early = pool
+        .schedule(sec(10), move || o.lock().unwrap().push("early"))
+        .unwrap();
+    clock.advance(sec(15));
+    assert!(early.wait_timeout(BOUND));
+    flush(&pool);
+    assert_eq!(*order.lock().unwrap(), ["early"]);
+    assert!(!late.is_done());
+    clock.advance(sec(5));
+    assert!(late.wait_timeout(BOUND));
+    assert_eq!(*order.lock().unwrap(), ["early", "late"]);
+    pool.close();
+}
+
+#[test]
+fn many_workers_run_every_task_exactly_once() {
+    let (clock, pool) = manual_pool(4);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let futs: Vec<_> = (0..200u64)
+        .map(|i| {
+            let runs = runs.clone();
+            pool.schedule(Duration::from_millis(i % 7), move || {
+                runs.fetch_add(1, Ordering::SeqCst);
+                i
+            })
+            .unwrap()
+        })
+        .collect();
+    clock.advance(sec(1));
+    for (i, f) in futs.into_iter().enumerate() {
+        assert_eq!(f.get().unwrap(), i as u64);
+    }
+    pool.close();
+    assert_eq!(runs.load(Ordering::SeqCst), 200);
+    let s = pool.stats();
+    assert_eq!((s.task_count, s.completed_task_count), (200, 200));
+}
