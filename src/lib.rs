@@ -81,3 +81,8 @@ pub use executor::ScheduledThreadPoolExecutor;
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use stats::PoolStats;
+
+/// The README's example, compiled and run as a doctest so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

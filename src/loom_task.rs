@@ -45,7 +45,11 @@ fn loom_cancel_vs_start() {
         let ran = runner.join().unwrap();
         assert!(ran != cancelled, "exactly one of run and cancel wins");
         assert_eq!(runs.load(Ordering::SeqCst), usize::from(ran));
-        assert_eq!(drops.load(Ordering::SeqCst), 1, "T3: the closure is dropped once");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "T3: the closure is dropped once"
+        );
         let outcome = task.completion().take();
         assert_eq!(outcome.is_ok(), ran);
     });
@@ -57,7 +61,10 @@ fn loom_cancel_vs_start() {
 fn loom_cancel_vs_periodic_requeue() {
     loom::model(|| {
         let clock = ManualClock::new();
-        let ex = Builder::new().core_pool_size(1).clock(clock.clone()).build();
+        let ex = Builder::new()
+            .core_pool_size(1)
+            .clock(clock.clone())
+            .build();
         let shared: Arc<Shared> = ex.shared().clone();
         shared.pretend_worker(); // the model's thread below plays the only worker
         let drops = Arc::new(AtomicUsize::new(0));
@@ -81,9 +88,16 @@ fn loom_cancel_vs_periodic_requeue() {
                 }
             })
         };
-        assert!(shared.cancel(&*task), "a periodic task is cancellable until it ends");
+        assert!(
+            shared.cancel(&*task),
+            "a periodic task is cancellable until it ends"
+        );
         worker.join().unwrap();
-        assert_eq!(shared.queue.lock().heap.len(), 0, "E2: not left in the queue");
+        assert_eq!(
+            shared.queue.lock().heap.len(),
+            0,
+            "E2: not left in the queue"
+        );
         assert_eq!(task.header().state(), state::CANCELLED);
         assert_eq!(drops.load(Ordering::SeqCst), 1, "T3");
         assert!(task.completion().take().unwrap_err().is_cancelled());

@@ -507,7 +507,7 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
             return RunReport::NOT_RUN;
         };
         let scheduled = self.header.deadline();
-        match run_caught(|| f()) {
+        match run_caught(&mut f) {
             Err((payload, msg)) => {
                 if self.header.transition(state::RUNNING, state::PANICKED) {
                     self.done.complete(Err(TaskError::Panicked(payload)));
