@@ -46,6 +46,7 @@ pub(crate) struct Config {
     pub(crate) execute_existing_delayed_tasks_after_shutdown: bool,
     pub(crate) remove_on_cancel: bool,
     pub(crate) clock: Option<ManualClock>,
+    pub(crate) late_threshold: Duration,
 }
 
 /// Configures and builds a [`ScheduledThreadPoolExecutor`].
@@ -89,6 +90,7 @@ impl Builder {
                 execute_existing_delayed_tasks_after_shutdown: true,
                 remove_on_cancel: true,
                 clock: None,
+                late_threshold: Duration::from_millis(10),
             },
         }
     }
@@ -177,6 +179,14 @@ impl Builder {
         self
     }
 
+    /// A run that starts more than `d` after its deadline counts in
+    /// [`PoolStats::late_count`](crate::PoolStats::late_count) and is traced at `warn`.
+    /// Default 10 ms.
+    pub fn late_threshold(mut self, d: Duration) -> Self {
+        self.config.late_threshold = d;
+        self
+    }
+
     /// Builds the executor. No thread starts until a task needs one.
     pub fn build(self) -> ScheduledThreadPoolExecutor {
         ScheduledThreadPoolExecutor::from_config(self.config)
@@ -207,6 +217,7 @@ impl fmt::Debug for Config {
             .field("rejection_policy", &self.rejection_policy)
             .field("remove_on_cancel", &self.remove_on_cancel)
             .field("manual_clock", &self.clock.is_some())
+            .field("late_threshold", &self.late_threshold)
             .finish_non_exhaustive()
     }
 }

@@ -47,11 +47,13 @@ use std::time::{Duration, Instant};
 use crate::builder::{Builder, Config, RejectionPolicy};
 use crate::clock::{self, AdvanceListener, Clock, Ticks};
 use crate::error::ScheduleError;
+use crate::error::TaskError;
 use crate::future::{PendingTask, ScheduledFuture};
+use crate::periodic::{Every, Periodic};
 use crate::queue::{BlockingQueue, Locked, TimedEntry};
-use crate::stats::{self, Counters, PoolStats};
+use crate::stats::{self, Counters, Lateness, PoolStats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Weak};
-use crate::task::{state, Job, OnceTask, PeriodicTask, Rule, TypedJob};
+use crate::task::{run_caught, state, Job, Limits, OnceTask, PeriodicTask, Rule, TypedJob};
 use crate::worker;
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
@@ -87,6 +89,8 @@ pub(crate) struct Control {
     pub(crate) active: usize,
     /// Bumped when the core size shrinks: idle workers re-check whether they are surplus.
     pub(crate) epoch: u64,
+    /// Threads blocked in `wait_idle`.
+    pub(crate) idle_waiters: usize,
 }
 
 impl Control {
@@ -124,8 +128,11 @@ pub(crate) struct Shared {
     handles: AtomicUsize,
     next_id: AtomicU64,
     pub(crate) counters: Counters,
+    pub(crate) lateness: Lateness,
     /// Signalled (under the queue lock) when `terminated` is latched.
     termination: Condvar,
+    /// Signalled (under the queue lock) when the pool may have become idle (`wait_idle`).
+    idle: Condvar,
 }
 
 /// A pool of worker threads that runs tasks after a delay or periodically: Rust's
@@ -193,6 +200,7 @@ impl ScheduledThreadPoolExecutor {
                     next_index: 0,
                     active: 0,
                     epoch: 0,
+                    idle_waiters: 0,
                 },
             ),
             core_pool_size: AtomicUsize::new(config.core_pool_size),
@@ -205,7 +213,9 @@ impl ScheduledThreadPoolExecutor {
             handles: AtomicUsize::new(1),
             next_id: AtomicU64::new(0),
             counters: Counters::new(),
+            lateness: Lateness::new(),
             termination: Condvar::new(),
+            idle: Condvar::new(),
             config,
         });
         let listener: Weak<dyn AdvanceListener> =
@@ -280,7 +290,10 @@ impl ScheduledThreadPoolExecutor {
     where
         F: FnMut() + Send + 'static,
     {
-        self.schedule_repeating(initial_delay, Rule::FixedRate(period), task)
+        self.schedule_periodic(
+            Periodic::at_fixed_rate(period).initial_delay(initial_delay),
+            task,
+        )
     }
 
     /// Runs `task` first after `initial_delay`, then again `delay` after the *end* of each
@@ -303,7 +316,10 @@ impl ScheduledThreadPoolExecutor {
     where
         F: FnMut() + Send + 'static,
     {
-        self.schedule_repeating(initial_delay, Rule::FixedDelay(delay), task)
+        self.schedule_periodic(
+            Periodic::with_fixed_delay(delay).initial_delay(initial_delay),
+            task,
+        )
     }
 
     /// Runs `task` as soon as possible, without a handle (Java: `execute`).
@@ -348,23 +364,105 @@ impl ScheduledThreadPoolExecutor {
         Ok(ScheduledFuture::new(task, self.shared.clone()))
     }
 
-    fn schedule_repeating<F>(
+    /// Runs `task` periodically as `spec` says: fixed rate (with a [`MissedTicks`]
+    /// policy), fixed delay, or a [`Trigger`]; with optional `max_lateness`, `max_runs`
+    /// and [`OnPanic`] policy. The Java-style methods are this with the defaults.
+    ///
+    /// A trigger's first deadline is `trigger.first_deadline(now + initial_delay)`; if it
+    /// returns `None` (or `max_runs` is 0) the future completes with `Ok(())` without a
+    /// run; if it panics, the task is accepted and its future yields `Err(Panicked)`.
+    ///
+    /// [`MissedTicks`]: crate::MissedTicks
+    /// [`Trigger`]: crate::Trigger
+    /// [`OnPanic`]: crate::OnPanic
+    ///
+    /// # Errors
+    /// [`ScheduleError::ZeroPeriod`] for a zero period or delay, else as
+    /// [`schedule`](Self::schedule).
+    pub fn schedule_periodic<F>(
         &self,
-        initial_delay: Duration,
-        rule: Rule,
+        spec: Periodic,
         task: F,
     ) -> Result<ScheduledFuture<()>, ScheduleError>
     where
         F: FnMut() + Send + 'static,
     {
+        let rule = match spec.every {
+            Every::FixedRate(period) => Rule::FixedRate(period, spec.missed_ticks),
+            Every::FixedDelay(delay) => Rule::FixedDelay(delay),
+            Every::Trigger(trigger) => Rule::Trigger(trigger),
+        };
         if rule.is_zero() {
             return Err(ScheduleError::ZeroPeriod);
         }
-        let deadline = self.shared.clock().deadline_after(initial_delay);
+        let limits = Limits {
+            on_panic: spec.on_panic,
+            max_lateness: spec.max_lateness,
+            max_runs: spec.max_runs,
+        };
+        let clock = self.shared.clock();
+        let earliest = clock.deadline_after(spec.initial_delay);
+        let first = match &rule {
+            Rule::Trigger(trigger) => {
+                run_caught(|| trigger.0.lock().first_deadline(clock.instant_of(earliest)))
+                    .map(|at| at.map(|at| clock.ticks_of(at)))
+            }
+            _ => Ok(Some(earliest)),
+        };
+        let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
         let id = self.shared.next_id();
-        let task: Arc<dyn TypedJob<()>> = Arc::new(PeriodicTask::new(id, deadline, rule, task));
-        self.shared.submit(task.clone())?;
-        Ok(ScheduledFuture::new(task, self.shared.clone()))
+        let task = Arc::new(PeriodicTask::new(id, deadline, rule, limits, task));
+        let ended = match first {
+            Err((payload, msg)) => Some(Err((payload, msg))),
+            Ok(None) => Some(Ok(())),
+            Ok(Some(_)) if limits.max_runs == Some(0) => Some(Ok(())),
+            Ok(Some(_)) => None,
+        };
+        let typed: Arc<dyn TypedJob<()>> = task.clone();
+        match ended {
+            None => self.shared.submit(typed.clone())?,
+            Some(outcome) => {
+                // Accepted (unless shut down) but over before its first run.
+                self.shared.refuse_if_shutdown()?;
+                stats::bump(&self.shared.counters.task_count);
+                let outcome = outcome.map_err(|(payload, msg)| {
+                    stats::bump(&self.shared.counters.panicked);
+                    tracing::error!(target: "schedpool", id, panic = %msg, "trigger panicked in first_deadline");
+                    TaskError::Panicked(payload)
+                });
+                task.finish_unrun(outcome);
+            }
+        }
+        Ok(ScheduledFuture::new(typed, self.shared.clone()))
+    }
+
+    /// Blocks until no task is due (by the executor's clock) and none is running on the
+    /// pool's workers, or `timeout` (real time) passes; `true` if idle. Called from one of
+    /// the pool's own workers it returns `false` at once (it is itself running).
+    ///
+    /// With a [`ManualClock`](crate::ManualClock), `clock.advance(d)` followed by
+    /// `wait_idle` returns once everything due by the new time has finished, which makes
+    /// multi-threaded tests deterministic:
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(4).clock(clock.clone()).build();
+    /// let runs = Arc::new(AtomicU32::new(0));
+    /// for minute in 1..=10u64 {
+    ///     let runs = runs.clone();
+    ///     pool.schedule(Duration::from_secs(60 * minute), move || { runs.fetch_add(1, Ordering::SeqCst); }).unwrap();
+    /// }
+    /// clock.advance(Duration::from_secs(5 * 60));
+    /// assert!(pool.wait_idle(Duration::from_secs(10)));
+    /// assert_eq!(runs.load(Ordering::SeqCst), 5); // exactly the five due by now
+    /// ```
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        self.shared.wait_idle(clock::timeout_at(timeout))
     }
 
     /// Stops accepting tasks. Queued tasks follow the run-after-shutdown policies: periodic
@@ -590,6 +688,75 @@ impl Shared {
         self.refuse(job, refused)
     }
 
+    /// `Err(Shutdown)`, counted and traced, if the executor is shut down (for submissions
+    /// that end before they are queued).
+    fn refuse_if_shutdown(&self) -> Result<(), ScheduleError> {
+        if self.is_shutdown.load(Ordering::Relaxed) {
+            stats::bump(&self.counters.rejected);
+            tracing::warn!(target: "schedpool", reason = %ScheduleError::Shutdown, "task rejected");
+            return Err(ScheduleError::Shutdown);
+        }
+        Ok(())
+    }
+
+    /// Moves the next run of a task to `at`; see `ScheduledFuture::reschedule`. O(log n).
+    pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
+        let header = job.header();
+        let mut q = self.queue.lock();
+        let handle = header.handle(); // T4
+        match header.state() {
+            state::SCHEDULED if q.contains(handle) => {
+                let seq = q.next_seq();
+                q.update(handle, |e| {
+                    e.deadline = at;
+                    e.seq = seq; // FIFO among equal deadlines by the time of the reschedule
+                });
+                header.set_deadline(at);
+                self.notify_idle(&q); // a due head may have moved away
+                true
+            }
+            // Out of the queue for a run (or just popped for one): the next run moves.
+            // After shutdown_now nothing is re-queued (and handed-out tasks stay put).
+            state::SCHEDULED | state::RUNNING
+                if header.is_periodic() && q.ext.run_state != RunState::Stop =>
+            {
+                header.set_rescheduled(at); // T4: read back by `requeue` under the lock
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn wait_idle(&self, until: Option<Instant>) -> bool {
+        if worker::is_worker_of(self) {
+            return false;
+        }
+        let mut q = self.queue.lock();
+        loop {
+            let now = self.clock().now();
+            let due = q.head_deadline().is_some_and(|d| d <= now);
+            if !due && q.ext.active == 0 {
+                return true;
+            }
+            q.ext.idle_waiters += 1;
+            let timed_out = q.wait_on(&self.idle, until);
+            q.ext.idle_waiters -= 1;
+            if timed_out && until.is_some_and(|u| Instant::now() >= u) {
+                let due = q.head_deadline().is_some_and(|d| d <= self.clock().now());
+                return !due && q.ext.active == 0;
+            }
+        }
+    }
+
+    /// Wakes `wait_idle` callers after anything that may have made the pool idle: a worker
+    /// finishing, a due task leaving the queue.
+    #[inline]
+    fn notify_idle(&self, q: &Guard<'_>) {
+        if q.ext.idle_waiters > 0 {
+            self.idle.notify_all();
+        }
+    }
+
     /// The rejection policy, applied outside the lock.
     #[cold]
     fn refuse(
@@ -630,7 +797,9 @@ impl Shared {
             if q.ext.workers > 0 {
                 return false;
             }
-            q.remove(job.header().handle())
+            let removed = q.remove(job.header().handle());
+            self.notify_idle(&q);
+            removed
         };
         removed.is_some()
     }
@@ -655,6 +824,13 @@ impl Shared {
             }
             return;
         }
+        let next = match header.take_rescheduled() {
+            Some(at) => {
+                header.set_deadline(at);
+                at
+            }
+            None => next,
+        };
         let seq = q.next_seq();
         let handle = q.push(TimedEntry {
             deadline: next,
@@ -684,6 +860,7 @@ impl Shared {
                 let mut q = self.queue.lock();
                 let removed = q.remove(header.handle());
                 wake_if_drained(&q); // E3
+                self.notify_idle(&q);
                 removed
             };
             drop(removed); // I4: outside the lock
@@ -733,6 +910,7 @@ impl Shared {
                 }
         });
         wake_if_drained(q);
+        self.notify_idle(q);
         removed
             .into_iter()
             .map(|e| {
@@ -750,6 +928,7 @@ impl Shared {
             self.is_shutdown.store(true, Ordering::Relaxed);
             let entries = q.drain_due(Ticks::MAX);
             q.wake_all();
+            self.notify_idle(&q);
             (first, entries, self.check_terminated(&mut q))
         };
         if first {
@@ -793,12 +972,14 @@ impl Shared {
             let mut q = self.queue.lock();
             let removed = q.extract_if(|e| e.value.header().state() == state::CANCELLED);
             wake_if_drained(&q);
+            self.notify_idle(&q);
             removed
         };
         removed.len()
     }
 
     fn stats(&self) -> PoolStats {
+        let (lateness_p50, lateness_p99, lateness_max) = self.lateness.summary();
         let q = self.queue.lock();
         let c = &self.counters;
         PoolStats {
@@ -811,6 +992,11 @@ impl Shared {
             completed_task_count: stats::read(&c.completed),
             rejected_count: stats::read(&c.rejected),
             panicked_count: stats::read(&c.panicked),
+            late_count: stats::read(&c.late),
+            skipped_runs: stats::read(&c.skipped),
+            lateness_p50,
+            lateness_p99,
+            lateness_max,
         }
     }
 
@@ -901,6 +1087,9 @@ impl Shared {
         let mut q = self.queue.lock();
         if finished {
             q.ext.active -= 1;
+            if q.ext.active == 0 {
+                self.notify_idle(&q);
+            }
         }
         let mut timed_out = false;
         loop {
@@ -946,6 +1135,7 @@ impl Shared {
             }
             if was_active {
                 q.ext.active -= 1;
+                self.notify_idle(&q);
             }
             q.ext.threads -= 1;
             // E1 even if a worker died abnormally: a queued task always has a worker.

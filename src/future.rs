@@ -107,6 +107,29 @@ impl<T> ScheduledFuture<T> {
         completion.take()
     }
 
+    /// Moves the task's next run to `deadline` (in the executor's clock) in O(log n),
+    /// keeping this future; a periodic task continues from there with its own rule. For a
+    /// running periodic task it is the next run that moves. Returns false if the task is
+    /// done, cancelled, a one-shot already running, or was handed out by `shutdown_now`.
+    /// The moved task takes a new place among tasks with the same deadline (FIFO by the
+    /// time of the reschedule).
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
+    /// let fut = pool.schedule(Duration::from_secs(3600), || "ran").unwrap();
+    /// assert!(fut.reschedule(clock.now() + Duration::from_secs(1)));
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(fut.get().unwrap(), "ran");
+    /// ```
+    pub fn reschedule(&self, deadline: Instant) -> bool {
+        let at = self.shared.clock().ticks_of(deadline);
+        self.shared.reschedule(self.job(), at)
+    }
+
     /// A cloneable handle that can cancel the task from elsewhere.
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle {
@@ -154,6 +177,12 @@ impl CancelHandle {
     /// As [`ScheduledFuture::is_done`].
     pub fn is_done(&self) -> bool {
         state::is_terminal(self.job.header().state())
+    }
+
+    /// As [`ScheduledFuture::reschedule`].
+    pub fn reschedule(&self, deadline: Instant) -> bool {
+        let at = self.shared.clock().ticks_of(deadline);
+        self.shared.reschedule(&*self.job, at)
     }
 }
 

@@ -177,7 +177,6 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
 
     /// Changes the key of the entry `h` names with `f`, then restores H2. O(log n).
     /// Returns `false` (and does not call `f`) for a stale handle. The handle stays valid.
-    #[allow(dead_code)] // used by `benches/heap.rs` and the unit tests
     pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> bool {
         let Some(pos) = self.position(h) else {
             return false;

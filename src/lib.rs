@@ -61,6 +61,7 @@ mod error;
 mod executor;
 mod future;
 mod heap;
+mod periodic;
 mod priority_queue;
 mod queue;
 mod stats;
@@ -79,6 +80,7 @@ pub use delay_queue::{DelayKey, DelayQueue};
 pub use error::{ScheduleError, TaskError};
 pub use executor::ScheduledThreadPoolExecutor;
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
+pub use periodic::{MissedTicks, OnPanic, Periodic, Trigger, TriggerContext};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use stats::PoolStats;
 

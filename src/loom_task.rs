@@ -8,8 +8,8 @@ use std::time::Duration;
 use crate::clock::{Clock, ManualClock};
 use crate::executor::Shared;
 use crate::sync::{thread, Arc};
-use crate::task::{state, Job, OnceTask, PeriodicTask, Rule, TypedJob};
-use crate::Builder;
+use crate::task::{state, Job, Limits, OnceTask, PeriodicTask, Rule, TypedJob};
+use crate::{Builder, MissedTicks, OnPanic};
 
 /// Counts drops of the closure that owns it.
 struct DropCount(Arc<AtomicUsize>);
@@ -69,8 +69,13 @@ fn loom_cancel_vs_periodic_requeue() {
         shared.pretend_worker(); // the model's thread below plays the only worker
         let drops = Arc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
-        let rule = Rule::FixedRate(Duration::from_millis(1));
-        let task = Arc::new(PeriodicTask::new(0, 0, rule, move || {
+        let rule = Rule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
+        let limits = Limits {
+            on_panic: OnPanic::Stop,
+            max_lateness: None,
+            max_runs: None,
+        };
+        let task = Arc::new(PeriodicTask::new(0, 0, rule, limits, move || {
             let _owned = &guard;
         }));
         let job: Arc<dyn Job> = task.clone();

@@ -222,6 +222,24 @@ impl<E: Timed, X> Locked<'_, E, X> {
         entry
     }
 
+    /// Changes the key of the entry `h` names (I5 if the head changed). O(log n).
+    pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> bool {
+        let Some(old) = self.state.heap.position(h) else {
+            return false;
+        };
+        self.state.heap.update(h, f);
+        if old == 0 || self.state.heap.position(h) == Some(0) {
+            self.queue.signal_head_changed(&self.state);
+        }
+        true
+    }
+
+    /// `true` if the entry `h` names is in the heap.
+    #[inline]
+    pub(crate) fn contains(&self, h: Handle) -> bool {
+        self.state.heap.position(h).is_some()
+    }
+
     /// Removes every entry `remove` selects; signals the leader (the head may have gone).
     pub(crate) fn extract_if(&mut self, remove: impl FnMut(&E) -> bool) -> Vec<E> {
         let out = self.state.heap.extract_if(remove);

@@ -140,3 +140,7 @@ pub(crate) fn unique_id() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
+
+/// `std`'s atomic in every build, for statistics that no protocol depends on (the lateness
+/// histogram has thousands of buckets; as loom objects they would swamp a model).
+pub(crate) use std::sync::atomic::AtomicU64 as StatCounter;

@@ -50,6 +50,7 @@ use std::time::{Duration, Instant};
 use crate::clock::{self, Clock, Ticks};
 use crate::error::TaskError;
 use crate::heap::Handle;
+use crate::periodic::{MissedTicks, OnPanic, SharedTrigger, TriggerContext};
 use crate::sync::{AtomicU64, AtomicU8, Condvar, Mutex};
 
 /// Task states; see the module diagram.
@@ -73,6 +74,7 @@ pub(crate) enum Kind {
     Once,
     FixedRate,
     FixedDelay,
+    Trigger,
 }
 
 impl Kind {
@@ -81,6 +83,7 @@ impl Kind {
             Kind::Once => "once",
             Kind::FixedRate => "fixed_rate",
             Kind::FixedDelay => "fixed_delay",
+            Kind::Trigger => "trigger",
         }
     }
 }
@@ -98,7 +101,14 @@ pub(crate) struct Header {
     /// The task's heap handle while it is queued, `Handle::NONE` otherwise (T4). `Relaxed`:
     /// the queue lock orders every access.
     handle: AtomicU64,
+    /// A deadline set by `reschedule` while a periodic task was out of the queue (running),
+    /// used instead of its rule's next deadline when it is re-queued; `NO_DEADLINE` if none.
+    /// Only under the queue lock, like `handle` (T4).
+    rescheduled: AtomicU64,
 }
+
+/// "No deadline" in `Header::rescheduled`.
+const NO_DEADLINE: u64 = u64::MAX;
 
 impl Header {
     pub(crate) fn new(kind: Kind, id: u64, deadline: Ticks) -> Self {
@@ -108,6 +118,7 @@ impl Header {
             id,
             deadline: AtomicU64::new(deadline),
             handle: AtomicU64::new(Handle::NONE.to_bits()),
+            rescheduled: AtomicU64::new(NO_DEADLINE),
         }
     }
 
@@ -142,6 +153,19 @@ impl Header {
     #[inline]
     pub(crate) fn set_handle(&self, h: Handle) {
         self.handle.store(h.to_bits(), Ordering::Relaxed);
+    }
+
+    /// T4: call only under the queue lock. Records a deadline for the next re-queue.
+    #[inline]
+    pub(crate) fn set_rescheduled(&self, d: Ticks) {
+        self.rescheduled.store(d, Ordering::Relaxed);
+    }
+
+    /// T4: call only under the queue lock. Takes the deadline `set_rescheduled` left.
+    #[inline]
+    pub(crate) fn take_rescheduled(&self) -> Option<Ticks> {
+        let d = self.rescheduled.swap(NO_DEADLINE, Ordering::Relaxed);
+        (d != NO_DEADLINE).then_some(d)
     }
 
     /// SCHEDULED -> RUNNING (T1). `false` if the task is not SCHEDULED (cancelled).
@@ -198,8 +222,10 @@ impl fmt::Debug for Header {
 /// What a worker learns from one run.
 #[derive(Debug)]
 pub(crate) struct RunReport {
-    /// The closure ran (false: the task was cancelled before it could start).
+    /// The closure ran (false: the task was cancelled before it could start, or skipped).
     pub(crate) ran: bool,
+    /// The run was skipped for `max_lateness`.
+    pub(crate) skipped: bool,
     /// The run panicked; the message, for tracing.
     pub(crate) panic: Option<String>,
     /// Periodic and still SCHEDULED: re-enqueue at this deadline.
@@ -209,6 +235,7 @@ pub(crate) struct RunReport {
 impl RunReport {
     const NOT_RUN: RunReport = RunReport {
         ran: false,
+        skipped: false,
         panic: None,
         next: None,
     };
@@ -337,7 +364,7 @@ impl<T> Completion<T> {
 }
 
 /// Runs `f` catching a panic; returns the payload and its message.
-fn run_caught<R>(f: impl FnOnce() -> R) -> Result<R, (Box<dyn Any + Send>, String)> {
+pub(crate) fn run_caught<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| {
         let msg = crate::error::panic_message(payload.as_ref())
             .unwrap_or("<non-string payload>")
@@ -390,6 +417,7 @@ where
                 self.done.complete(Ok(value));
                 RunReport {
                     ran: true,
+                    skipped: false,
                     panic: None,
                     next: None,
                 }
@@ -403,6 +431,7 @@ where
                 self.done.complete(Err(TaskError::Panicked(payload)));
                 RunReport {
                     ran: true,
+                    skipped: false,
                     panic: Some(msg),
                     next: None,
                 }
@@ -448,112 +477,232 @@ where
     }
 }
 
-/// How a periodic task finds its next deadline.
-#[derive(Clone, Copy, Debug)]
+/// How a periodic task finds its next deadline (built from a [`Periodic`](crate::Periodic)).
+#[derive(Clone, Debug)]
 pub(crate) enum Rule {
-    /// Java `scheduleAtFixedRate`: previous deadline + period (missed ticks run back to back).
-    FixedRate(Duration),
+    /// Java `scheduleAtFixedRate`: previous deadline + period, with a missed-tick policy.
+    FixedRate(Duration, MissedTicks),
     /// Java `scheduleWithFixedDelay`: end of the previous run + delay.
     FixedDelay(Duration),
+    /// A user trigger.
+    Trigger(SharedTrigger),
+}
+
+/// The times of a run, in ticks, for [`Rule::next`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunTimes {
+    pub(crate) scheduled: Ticks,
+    pub(crate) started: Ticks,
+    pub(crate) finished: Ticks,
+    pub(crate) runs: u64,
+    pub(crate) panicked: bool,
 }
 
 impl Rule {
-    pub(crate) fn kind(self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         match self {
-            Rule::FixedRate(_) => Kind::FixedRate,
+            Rule::FixedRate(..) => Kind::FixedRate,
             Rule::FixedDelay(_) => Kind::FixedDelay,
+            Rule::Trigger(_) => Kind::Trigger,
         }
     }
 
     /// A zero period or delay (rejected with `ScheduleError::ZeroPeriod`).
-    pub(crate) fn is_zero(self) -> bool {
+    pub(crate) fn is_zero(&self) -> bool {
         match self {
-            Rule::FixedRate(d) | Rule::FixedDelay(d) => d.is_zero(),
+            Rule::FixedRate(d, _) | Rule::FixedDelay(d) => d.is_zero(),
+            Rule::Trigger(_) => false,
         }
     }
 
-    /// The next deadline after a run scheduled at `scheduled` that ended at `finished`.
-    pub(crate) fn next(self, scheduled: Ticks, finished: impl FnOnce() -> Ticks) -> Ticks {
+    /// Whether `next` needs the time a run finished (else the clock is not read again).
+    fn needs_finish_time(&self) -> bool {
+        !matches!(self, Rule::FixedRate(..))
+    }
+
+    /// The next deadline after a run; `Ok(None)` when a trigger finishes the task, `Err`
+    /// when the trigger panicked.
+    pub(crate) fn next(&self, t: RunTimes, clock: &Clock) -> Result<Option<Ticks>, Caught> {
         match self {
-            Rule::FixedRate(period) => clock::add(scheduled, period),
-            Rule::FixedDelay(delay) => clock::add(finished(), delay),
+            Rule::FixedRate(period, missed) => {
+                let on_time = clock::add(t.scheduled, *period);
+                Ok(Some(if t.started < on_time {
+                    on_time // no tick missed: every policy keeps the schedule
+                } else {
+                    match missed {
+                        MissedTicks::Burst => on_time,
+                        MissedTicks::Delay => clock::add(t.started, *period),
+                        MissedTicks::Skip => next_tick_after(t.scheduled, *period, t.started),
+                    }
+                }))
+            }
+            Rule::FixedDelay(delay) => Ok(Some(clock::add(t.finished, *delay))),
+            Rule::Trigger(trigger) => {
+                let ctx = TriggerContext {
+                    scheduled: clock.instant_of(t.scheduled),
+                    started: clock.instant_of(t.started),
+                    finished: clock.instant_of(t.finished),
+                    runs: t.runs,
+                    panicked: t.panicked,
+                };
+                let next = run_caught(|| trigger.0.lock().next_deadline(&ctx))?;
+                Ok(next.map(|at| clock.ticks_of(at)))
+            }
         }
     }
+}
+
+/// The first `anchor + k × period` (k ≥ 1) strictly after `after`, saturating.
+fn next_tick_after(anchor: Ticks, period: Duration, after: Ticks) -> Ticks {
+    let p = period.as_nanos().max(1);
+    let k = u128::from(after.saturating_sub(anchor)) / p + 1;
+    let next = u128::from(anchor).saturating_add(k.saturating_mul(p));
+    u64::try_from(next)
+        .unwrap_or(u64::MAX)
+        .min(clock::FAR_FUTURE)
+}
+
+/// A caught panic: its payload and message.
+pub(crate) type Caught = (Box<dyn Any + Send>, String);
+
+/// The limits a periodic task applies after each run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) on_panic: OnPanic,
+    pub(crate) max_lateness: Option<Duration>,
+    pub(crate) max_runs: Option<u64>,
+}
+
+/// The closure of a periodic task and its run count, kept together in `body` (T3).
+struct Body<F> {
+    f: F,
+    runs: u64,
 }
 
 /// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
 pub(crate) struct PeriodicTask<F> {
     header: Header,
     rule: Rule,
+    limits: Limits,
     /// The closure while SCHEDULED (T3).
-    body: Mutex<Option<F>>,
+    body: Mutex<Option<Body<F>>>,
     done: Completion<()>,
 }
 
 impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
-    pub(crate) fn new(id: u64, deadline: Ticks, rule: Rule, f: F) -> Self {
+    pub(crate) fn new(id: u64, deadline: Ticks, rule: Rule, limits: Limits, f: F) -> Self {
         PeriodicTask {
             header: Header::new(rule.kind(), id, deadline),
             rule,
-            body: Mutex::new(Some(f)),
+            limits,
+            body: Mutex::new(Some(Body { f, runs: 0 })),
             done: Completion::new(),
         }
     }
 
-    /// One run after a successful `start`; `None` for `next` if the task ended.
-    fn run_started(&self, clock: &Clock, then_cancel: bool) -> RunReport {
-        let Some(mut f) = self.body.lock().take() else {
+    /// Ends a task that never ran (zero `max_runs`, a trigger with no first deadline or a
+    /// panicking one): SCHEDULED -> DONE or PANICKED.
+    pub(crate) fn finish_unrun(&self, outcome: Result<(), TaskError>) {
+        let to = if outcome.is_ok() {
+            state::DONE
+        } else {
+            state::PANICKED
+        };
+        if self.header.transition(state::SCHEDULED, to) {
+            drop_quietly(self.body.lock().take());
+            self.done.complete(outcome);
+        }
+    }
+
+    /// Ends the task from RUNNING with `outcome` (T2: only if this exchange wins; a
+    /// canceller that won first completed it) and drops the closure (T3).
+    fn finish(&self, to: u8, outcome: Result<(), TaskError>, body: Body<F>) {
+        if self.header.transition(state::RUNNING, to) {
+            self.done.complete(outcome);
+        }
+        drop_quietly(body);
+    }
+
+    /// One run after a successful `start`; `next` is `None` if the task ended.
+    fn run_started(&self, now: Ticks, clock: &Clock, then_cancel: bool) -> RunReport {
+        let Some(mut body) = self.body.lock().take() else {
             // T3: a canceller got here between our start and this take: no run.
             return RunReport::NOT_RUN;
         };
         let scheduled = self.header.deadline();
-        match run_caught(&mut f) {
+        let mut report = RunReport::NOT_RUN;
+        let times = if !then_cancel
+            && self
+                .limits
+                .max_lateness
+                .is_some_and(|max| clock::since(now, scheduled) > max)
+        {
+            // Skipped: the rule runs as if the run had started and finished now.
+            report.skipped = true;
+            RunTimes {
+                scheduled,
+                started: now,
+                finished: now,
+                runs: body.runs,
+                panicked: false,
+            }
+        } else {
+            let outcome = run_caught(&mut body.f);
+            body.runs += 1;
+            report.ran = true;
+            let panicked = match outcome {
+                Ok(()) => false,
+                Err((payload, msg)) => {
+                    report.panic = Some(msg);
+                    if self.limits.on_panic == OnPanic::Stop || then_cancel {
+                        self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
+                        return report;
+                    }
+                    true // OnPanic::Continue: counted and traced by the worker
+                }
+            };
+            if then_cancel {
+                self.finish(state::CANCELLED, Err(TaskError::Cancelled), body);
+                return report;
+            }
+            if self.limits.max_runs.is_some_and(|max| body.runs >= max) {
+                self.finish(state::DONE, Ok(()), body);
+                return report;
+            }
+            let finished = if self.rule.needs_finish_time() {
+                clock.now()
+            } else {
+                now
+            };
+            RunTimes {
+                scheduled,
+                started: now,
+                finished,
+                runs: body.runs,
+                panicked,
+            }
+        };
+        match self.rule.next(times, clock) {
             Err((payload, msg)) => {
-                if self.header.transition(state::RUNNING, state::PANICKED) {
-                    self.done.complete(Err(TaskError::Panicked(payload)));
-                } // else: cancelled during the run; the canceller completed it (T2).
-                drop_quietly(f);
-                RunReport {
-                    ran: true,
-                    panic: Some(msg),
-                    next: None,
-                }
+                report.panic = Some(msg);
+                self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
             }
-            Ok(()) if then_cancel => {
-                if self.header.transition(state::RUNNING, state::CANCELLED) {
-                    self.done.complete(Err(TaskError::Cancelled));
-                }
-                drop_quietly(f);
-                RunReport {
-                    ran: true,
-                    panic: None,
-                    next: None,
-                }
-            }
-            Ok(()) => {
-                let next = self.rule.next(scheduled, || clock.now());
-                let mut body = self.body.lock();
+            Ok(None) => self.finish(state::DONE, Ok(()), body),
+            Ok(Some(next)) => {
+                let mut slot = self.body.lock();
                 // T3: the exchange and the put-back happen under `body`'s lock.
                 self.header.set_deadline(next);
                 if self.header.transition(state::RUNNING, state::SCHEDULED) {
-                    *body = Some(f);
-                    RunReport {
-                        ran: true,
-                        panic: None,
-                        next: Some(next),
-                    }
+                    *slot = Some(body);
+                    report.next = Some(next);
                 } else {
-                    drop(body);
+                    drop(slot);
                     self.header.set_deadline(scheduled);
-                    drop_quietly(f);
-                    RunReport {
-                        ran: true,
-                        panic: None,
-                        next: None,
-                    }
+                    drop_quietly(body); // cancelled during the run; the canceller completed it
                 }
             }
         }
+        report
     }
 }
 
@@ -562,23 +711,23 @@ impl<F: FnMut() + Send + 'static> Job for PeriodicTask<F> {
         &self.header
     }
 
-    fn run(&self, _now: Ticks, clock: &Clock) -> RunReport {
+    fn run(&self, now: Ticks, clock: &Clock) -> RunReport {
         if !self.header.start() {
             return RunReport::NOT_RUN;
         }
-        self.run_started(clock, false)
+        self.run_started(now, clock, false)
     }
 
     fn run_now(&self, clock: &Clock, then_cancel: bool) -> RunReport {
         if !self.header.start() {
             return RunReport::NOT_RUN;
         }
-        self.run_started(clock, then_cancel)
+        self.run_started(clock.now(), clock, then_cancel)
     }
 
     fn finish_cancelled(&self) {
-        let f = self.body.lock().take();
-        drop_quietly(f);
+        let body = self.body.lock().take();
+        drop_quietly(body);
         self.done.complete(Err(TaskError::Cancelled));
     }
 }
@@ -594,6 +743,12 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc as StdArc;
+
+    const LIMITS: Limits = Limits {
+        on_panic: OnPanic::Stop,
+        max_lateness: None,
+        max_runs: None,
+    };
 
     fn clock() -> Clock {
         Clock::Manual(crate::ManualClock::new())
@@ -661,7 +816,13 @@ mod tests {
     #[test]
     fn periodic_reschedules_by_its_rule() {
         let c = clock();
-        let rate = PeriodicTask::new(1, 100, Rule::FixedRate(Duration::from_nanos(10)), || {});
+        let rate = PeriodicTask::new(
+            1,
+            100,
+            Rule::FixedRate(Duration::from_nanos(10), MissedTicks::Burst),
+            LIMITS,
+            || {},
+        );
         assert_eq!(
             rate.run(150, &c).next,
             Some(110),
@@ -669,7 +830,13 @@ mod tests {
         );
         assert_eq!(rate.header.state(), state::SCHEDULED);
         assert_eq!(rate.header.deadline(), 110);
-        let delay = PeriodicTask::new(2, 100, Rule::FixedDelay(Duration::from_nanos(10)), || {});
+        let delay = PeriodicTask::new(
+            2,
+            100,
+            Rule::FixedDelay(Duration::from_nanos(10)),
+            LIMITS,
+            || {},
+        );
         if let Clock::Manual(m) = &c {
             m.advance(Duration::from_nanos(500));
         }
@@ -692,7 +859,13 @@ mod tests {
                     );
                     me.finish_cancelled(); // the closure is with the runner: nothing to drop yet
                 });
-                PeriodicTask::new(1, 0, Rule::FixedRate(Duration::from_millis(1)), f)
+                PeriodicTask::new(
+                    1,
+                    0,
+                    Rule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
+                    LIMITS,
+                    f,
+                )
             },
         );
         let report = t.run(0, &clock());
@@ -711,9 +884,13 @@ mod tests {
 
     #[test]
     fn periodic_panic_stops_the_task() {
-        let t = PeriodicTask::new(1, 0, Rule::FixedDelay(Duration::from_millis(1)), || {
-            panic!("periodic boom")
-        });
+        let t = PeriodicTask::new(
+            1,
+            0,
+            Rule::FixedDelay(Duration::from_millis(1)),
+            LIMITS,
+            || panic!("periodic boom"),
+        );
         let report = t.run(0, &clock());
         assert!(report.next.is_none());
         assert_eq!(t.header.state(), state::PANICKED);
@@ -727,9 +904,15 @@ mod tests {
     fn run_now_then_cancel_runs_a_periodic_task_once() {
         let runs = StdArc::new(AtomicUsize::new(0));
         let r = runs.clone();
-        let t = PeriodicTask::new(1, 0, Rule::FixedRate(Duration::from_millis(1)), move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        });
+        let t = PeriodicTask::new(
+            1,
+            0,
+            Rule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
+            LIMITS,
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            },
+        );
         let report = t.run_now(&clock(), true);
         assert!(report.ran && report.next.is_none());
         assert_eq!(runs.load(Ordering::SeqCst), 1);

@@ -60,7 +60,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         match guard.shared.next_task(finished) {
             Some((entry, now)) => {
                 guard.active = true;
-                run_task(&guard.shared, entry, now);
+                run_task(&guard.shared, index, entry, now);
             }
             None => {
                 guard.released = true;
@@ -76,8 +76,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     CURRENT_POOL.with(|p| p.set(0));
 }
 
-/// Runs one task taken from the queue at `now` (W2).
-fn run_task(shared: &Arc<Shared>, entry: Entry, now: clock::Ticks) {
+/// Runs one task taken from the queue at `now` by worker `index` (W2), and records its
+/// lateness (start − deadline).
+fn run_task(shared: &Arc<Shared>, index: usize, entry: Entry, now: clock::Ticks) {
     let Entry {
         deadline,
         value: job,
@@ -95,6 +96,20 @@ fn run_task(shared: &Arc<Shared>, entry: Entry, now: clock::Ticks) {
     let report = span.in_scope(|| job.run(now, shared.clock()));
     if report.ran {
         stats::bump(&shared.counters.completed);
+        shared.lateness.record(index, now.saturating_sub(deadline));
+        if lateness > shared.config.late_threshold {
+            stats::bump(&shared.counters.late);
+            tracing::warn!(
+                target: "schedpool",
+                id = header.id,
+                lateness_us = lateness.as_micros() as u64,
+                "task started late"
+            );
+        }
+    }
+    if report.skipped {
+        stats::bump(&shared.counters.skipped);
+        tracing::debug!(target: "schedpool", id = header.id, "periodic run skipped (max_lateness)");
     }
     if let Some(msg) = report.panic {
         stats::bump(&shared.counters.panicked);
