@@ -125,7 +125,10 @@ fn main() {
         stats.largest_pool_size
     );
     println!();
-    println!("More examples: graceful_shutdown, delay_queue, timeouts, priority_queue.");
+    println!(
+        "More examples: graceful_shutdown, resilient_poller, cron_report (--features cron), \
+         delay_queue, timeouts, priority_queue."
+    );
 }
 
 fn thread_name() -> String {
