@@ -127,3 +127,142 @@ fn loom_wait_vs_complete() {
         assert_eq!(waiter.join().unwrap(), 9);
     });
 }
+
+/// T2 for async callers: a future polled before completion registers its waker, and the
+/// completion either wakes it or is seen by the poll; never neither.
+#[test]
+fn loom_async_waker_vs_complete() {
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Flag(crate::sync::AtomicBool);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+
+    loom::model(|| {
+        let task = Arc::new(OnceTask::new(0, 0, || 4));
+        let poller = {
+            let task = task.clone();
+            thread::spawn(move || {
+                let flag = Arc::new(Flag(crate::sync::AtomicBool::new(false)));
+                let waker = Waker::from(flag.clone());
+                let mut cx = Context::from_waker(&waker);
+                if let Poll::Ready(v) = task.completion().poll(&mut cx) {
+                    return v.unwrap();
+                }
+                while !flag.0.load(Ordering::Acquire) {
+                    thread::yield_now(); // woken exactly when the outcome is stored
+                }
+                match task.completion().poll(&mut cx) {
+                    Poll::Ready(v) => v.unwrap(),
+                    Poll::Pending => panic!("woken but not ready"),
+                }
+            })
+        };
+        let clock = Clock::Manual(ManualClock::new());
+        assert!(task.run(0, &clock).ran);
+        assert_eq!(poller.join().unwrap(), 4);
+    });
+}
+
+/// E2: a submission racing with `shutdown` is either accepted (then queued, since delayed
+/// one-shots survive shutdown by default) or refused with `Shutdown`; never accepted and
+/// lost, never both.
+#[test]
+fn loom_shutdown_vs_schedule() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let ex = Builder::new()
+            .core_pool_size(1)
+            .clock(clock.clone())
+            .build();
+        let shared: Arc<Shared> = ex.shared().clone();
+        shared.pretend_worker();
+        let task = Arc::new(OnceTask::new(0, 1_000_000, || ()));
+        let submitter = {
+            let (shared, task) = (shared.clone(), task.clone());
+            thread::spawn(move || {
+                let job: Arc<dyn Job> = task;
+                shared.submit(job).is_ok()
+            })
+        };
+        ex.shutdown();
+        let accepted = submitter.join().unwrap();
+        let queued = shared.queue.lock().heap.len();
+        assert_eq!(queued, usize::from(accepted), "accepted ⇔ queued");
+        assert_eq!(task.header().state(), state::SCHEDULED);
+        let stats = ex.stats();
+        assert_eq!(stats.task_count + stats.rejected_count, 1);
+    });
+}
+
+/// E2: a periodic task finishing a run while `shutdown` runs ends cancelled and out of the
+/// queue (default policy), whichever goes first; its future completes.
+#[test]
+fn loom_shutdown_vs_periodic_requeue() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let ex = Builder::new()
+            .core_pool_size(1)
+            .clock(clock.clone())
+            .build();
+        let shared: Arc<Shared> = ex.shared().clone();
+        shared.pretend_worker();
+        let rule = Rule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
+        let limits = Limits {
+            on_panic: OnPanic::Stop,
+            max_lateness: None,
+            max_runs: None,
+        };
+        let task = Arc::new(PeriodicTask::new(0, 0, rule, limits, || ()));
+        let job: Arc<dyn Job> = task.clone();
+        shared.submit(job).unwrap();
+        let entry = shared.queue.lock().poll().expect("due at 0");
+        let worker = {
+            let shared = shared.clone();
+            thread::spawn(move || {
+                let report = entry.value.run(0, shared.clock());
+                if let Some(next) = report.next {
+                    shared.requeue(entry.value, next);
+                }
+            })
+        };
+        ex.shutdown();
+        worker.join().unwrap();
+        assert_eq!(
+            shared.queue.lock().heap.len(),
+            0,
+            "not re-queued after shutdown"
+        );
+        assert_eq!(task.header().state(), state::CANCELLED);
+        assert!(task.completion().take().unwrap_err().is_cancelled());
+    });
+}
+
+/// Cancel vs reschedule: the task ends cancelled and out of the queue whatever the order;
+/// a reschedule never resurrects it.
+#[test]
+fn loom_cancel_vs_reschedule() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let ex = Builder::new()
+            .core_pool_size(1)
+            .clock(clock.clone())
+            .build();
+        let shared: Arc<Shared> = ex.shared().clone();
+        shared.pretend_worker();
+        let task = Arc::new(OnceTask::new(0, 5_000_000, || ()));
+        let job: Arc<dyn Job> = task.clone();
+        shared.submit(job).unwrap();
+        let rescheduler = {
+            let (shared, task) = (shared.clone(), task.clone());
+            thread::spawn(move || shared.reschedule(&*task, 1_000_000))
+        };
+        assert!(shared.cancel(&*task));
+        rescheduler.join().unwrap();
+        assert_eq!(shared.queue.lock().heap.len(), 0);
+        assert_eq!(task.header().state(), state::CANCELLED);
+    });
+}
