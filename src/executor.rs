@@ -675,13 +675,13 @@ impl Shared {
             job.header().set_handle(handle); // T4: under the lock
             let spawn = q.ext.reserve_for_task(self.core_pool_size()); // E1
             drop(q);
-            stats::bump(&self.counters.task_count);
             if let Some(index) = spawn {
                 if !self.start_worker(index) && self.unqueue_if_workerless(&*job) {
                     stats::bump(&self.counters.rejected);
                     return Err(ScheduleError::ThreadSpawn);
                 }
             }
+            stats::bump(&self.counters.task_count);
             return Ok(());
         };
         drop(q);
@@ -1097,8 +1097,8 @@ impl Shared {
                 q.ext.workers -= 1;
                 return None;
             }
-            let core = self.core_pool_size();
-            let timed = self.config.allow_core_thread_timeout || q.ext.workers > core.max(1);
+            // Java: a worker above the core size (with core 0: the single one) is surplus.
+            let timed = self.config.allow_core_thread_timeout || q.ext.workers > self.core_pool_size();
             if timed && timed_out && (q.ext.workers > 1 || q.heap.is_empty()) {
                 q.ext.workers -= 1; // E1: another worker remains, or nothing is queued
                 return None;

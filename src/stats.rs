@@ -56,7 +56,9 @@ pub struct PoolStats {
     /// Refused submissions, whatever the policy or reason (`ZeroPeriod` is an argument
     /// error and does not count).
     pub rejected_count: u64,
-    /// Runs that panicked.
+    /// Runs on the pool's workers that panicked, and triggers that panicked (a panic in a
+    /// `CallerRuns` run or in `PendingTask::run` goes into its future and is not counted,
+    /// like the run itself).
     pub panicked_count: u64,
     /// Runs that started more than `late_threshold` after their deadline.
     pub late_count: u64,
