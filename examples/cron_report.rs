@@ -1,0 +1,2 @@
+//! Placeholder: the cron example lands with `CronTrigger`.
+fn main() {}
