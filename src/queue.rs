@@ -296,6 +296,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
         mut stop: impl FnMut(&State<E, X>) -> bool,
     ) -> Take<E> {
         let queue = self.queue;
+        let mut expired = false;
         let result = loop {
             if stop(&self.state) {
                 break Take::Stopped;
@@ -306,6 +307,9 @@ impl<E: Timed, X> Locked<'_, E, X> {
                 debug_assert!(deadline <= now);
                 let entry = self.state.heap.pop().expect("the head was just seen");
                 break Take::Item(entry, now);
+            }
+            if expired {
+                break Take::TimedOut; // only after one last look at the head (Java's poll)
             }
             let timed_out = match head {
                 Some(deadline) if !self.state.leader => {
@@ -322,9 +326,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
                 }
                 _ => wait(&queue.followers, &mut self.state, timeout),
             };
-            if timed_out && timeout.is_some_and(|t| Instant::now() >= t) {
-                break Take::TimedOut;
-            }
+            expired = timed_out && timeout.is_some_and(|t| Instant::now() >= t);
         };
         // I3: hand leadership on before returning.
         if !self.state.heap.is_empty() && !self.state.leader {
