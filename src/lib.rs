@@ -56,6 +56,8 @@
 
 mod builder;
 mod clock;
+#[cfg(feature = "cron")]
+mod cron;
 mod delay_queue;
 mod error;
 mod executor;
@@ -76,6 +78,8 @@ mod loom_task;
 
 pub use builder::{Builder, RejectionPolicy};
 pub use clock::ManualClock;
+#[cfg(feature = "cron")]
+pub use cron::{CronError, CronTrigger};
 pub use delay_queue::{DelayKey, DelayQueue};
 pub use error::{ScheduleError, TaskError};
 pub use executor::ScheduledThreadPoolExecutor;
