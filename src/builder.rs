@@ -103,8 +103,9 @@ impl Builder {
     }
 
     /// Worker names are `{prefix}{index}`, indices from 0 in start order, never reused.
+    /// A NUL character, which a thread name cannot hold, is replaced by `U+FFFD`.
     pub fn thread_name_prefix(mut self, p: impl Into<String>) -> Self {
-        self.config.thread_name_prefix = p.into();
+        self.config.thread_name_prefix = p.into().replace('\0', "\u{FFFD}");
         self
     }
 

@@ -37,6 +37,11 @@ pub(crate) type Ticks = u64;
 /// The largest deadline: about 500 years after the origin (C1).
 pub(crate) const FAR_FUTURE: Ticks = 500 * 365 * 24 * 3600 * 1_000_000_000;
 
+/// A deadline that is never due: beyond `FAR_FUTURE`, which no clock passes. A fixed
+/// periodic rule uses it when the clock has reached the cap and no later deadline can be
+/// represented (otherwise the task would run back to back forever).
+pub(crate) const NEVER: Ticks = u64::MAX;
+
 /// Saturating `ticks + d`: the only place deadline arithmetic happens (C1).
 #[inline]
 pub(crate) fn add(ticks: Ticks, d: Duration) -> Ticks {

@@ -1097,8 +1097,12 @@ impl Shared {
                 q.ext.workers -= 1;
                 return None;
             }
-            // Java: a worker above the core size (with core 0: the single one) is surplus.
-            let timed = self.config.allow_core_thread_timeout || q.ext.workers > self.core_pool_size();
+            // Java: a worker above the core size (with core 0: the single one) is surplus. A
+            // last worker with tasks queued cannot exit (E1), so it waits for them untimed
+            // rather than polling every `keep_alive`.
+            let surplus =
+                self.config.allow_core_thread_timeout || q.ext.workers > self.core_pool_size();
+            let timed = surplus && (q.ext.workers > 1 || q.heap.is_empty());
             if timed && timed_out && (q.ext.workers > 1 || q.heap.is_empty()) {
                 q.ext.workers -= 1; // E1: another worker remains, or nothing is queued
                 return None;
@@ -1110,7 +1114,9 @@ impl Shared {
                 None
             };
             let taken = q.take(timeout, |s| {
-                s.ext.is_drained_after_shutdown(s.heap.len()) || s.ext.epoch != epoch
+                s.ext.is_drained_after_shutdown(s.heap.len())
+                    || s.ext.epoch != epoch
+                    || (surplus && !timed && s.heap.is_empty()) // may time out now: re-decide
             });
             match taken {
                 crate::queue::Take::Item(entry, now) => {

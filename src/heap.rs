@@ -107,11 +107,17 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
 
     pub(crate) fn with_capacity(n: usize) -> Self {
         const { assert!(D >= 2, "a heap needs at least two children per node") };
-        IndexedHeap {
-            nodes: Vec::with_capacity(n),
-            slots: Vec::with_capacity(n),
+        let mut heap = IndexedHeap {
+            nodes: Vec::new(),
+            slots: Vec::new(),
             free: NIL,
+        };
+        // A hint: a capacity the allocator refuses is simply not reserved.
+        if heap.nodes.try_reserve_exact(n).is_err() || heap.slots.try_reserve_exact(n).is_err() {
+            heap.nodes = Vec::new();
+            heap.slots = Vec::new();
         }
+        heap
     }
 
     #[inline]

@@ -79,7 +79,8 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
         Self::with_capacity(0)
     }
 
-    /// An empty queue with room for `n` elements before it reallocates.
+    /// An empty queue with room for `n` elements before it reallocates (a hint: a size
+    /// the allocator cannot provide is not reserved).
     pub fn with_capacity(n: usize) -> Self {
         PriorityBlockingQueue {
             inner: BlockingQueue::new(Clock::real(), n, ()),

@@ -19,6 +19,13 @@
 //!   one follower to take its place.
 //!
 //! No offer ever wakes more than one thread; only shutdown and resizing wake all.
+//!
+//! On the real clock two short spins replace a sleep where a futex wake-up would cost more
+//! than the wait: the leader spins (lock released) through the last `LEADER_SPIN` before
+//! the head's deadline, and one idle taker at a time spins `IDLE_SPIN` for a new head
+//! before it parks. A spinner watches `head_changes`, bumped with every I5 signal, and
+//! re-checks everything under the lock when it stops, exactly as after a wake-up. Virtual
+//! time never spins.
 //! Entries whose deadline is always 0 (the priority queue) are always due: nobody ever
 //! becomes leader and `take` degenerates to "wait while empty".
 //!
@@ -28,7 +35,8 @@
 //! # Invariants
 //! - I1: heap invariants H1–H3 (`heap.rs`) hold whenever the lock is free.
 //! - I2: `leader` is true only while one thread is between deciding to lead and leaving its
-//!   timed wait on `leader_cv`; that thread clears it itself before anything else.
+//!   timed wait on `leader_cv` (or its spin just before the deadline); that thread clears
+//!   it itself before anything else.
 //! - I3: a thread that leaves `take` with the heap non-empty and no leader signals one
 //!   follower, so a due head always has a taker.
 //! - I4: no user code (task bodies, element destructors, tracing subscribers) runs under
@@ -44,7 +52,16 @@ use std::time::Instant;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::heap::{Handle, IndexedHeap, Ordered};
-use crate::sync::{Condvar, Mutex, MutexGuard};
+use crate::sync::{unlocked, Condvar, Mutex, MutexGuard, StatCounter};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// How long before the head's deadline the leader stops sleeping and spins (real clock):
+/// a futex wake-up on a loaded machine costs tens of microseconds.
+const LEADER_SPIN: Duration = Duration::from_micros(50);
+/// How long one idle taker spins for a new head before it parks (real clock): a burst of
+/// submissions then finds a taker awake instead of paying a futex wake per task.
+const IDLE_SPIN: Duration = Duration::from_micros(20);
 
 /// An entry that becomes available at a deadline.
 pub(crate) trait Timed: Ordered {
@@ -80,6 +97,8 @@ pub(crate) struct State<E, X> {
     pub(crate) heap: IndexedHeap<E>,
     /// A thread is the leader (I2).
     leader: bool,
+    /// A taker is spinning with the lock released (at most one idle spinner at a time).
+    spinning: bool,
     /// Next FIFO sequence number.
     seq: u64,
     /// The owner's state, guarded by the same lock.
@@ -120,6 +139,10 @@ pub(crate) struct BlockingQueue<E, X = ()> {
     leader_cv: Condvar,
     /// Everyone else's untimed wait (I3, I5).
     followers: Condvar,
+    /// Bumped with every head change (I5), so a spinning taker notices without the lock.
+    /// A hint only: a spinner re-checks everything under the lock. `Relaxed` (and `std`'s
+    /// atomic in every build) because nothing is published through it.
+    head_changes: StatCounter,
     clock: Clock,
 }
 
@@ -129,11 +152,13 @@ impl<E: Timed, X> BlockingQueue<E, X> {
             state: Mutex::new(State {
                 heap: IndexedHeap::with_capacity(capacity),
                 leader: false,
+                spinning: false,
                 seq: 0,
                 ext,
             }),
             leader_cv: Condvar::new(),
             followers: Condvar::new(),
+            head_changes: StatCounter::new(0),
             clock,
         }
     }
@@ -156,6 +181,7 @@ impl<E: Timed, X> BlockingQueue<E, X> {
     /// follower takes the lead.
     #[inline]
     fn signal_head_changed(&self, state: &State<E, X>) {
+        self.head_changes.fetch_add(1, Ordering::Relaxed);
         if state.leader {
             self.leader_cv.notify_one();
         } else if !state.heap.is_empty() {
@@ -296,7 +322,9 @@ impl<E: Timed, X> Locked<'_, E, X> {
         mut stop: impl FnMut(&State<E, X>) -> bool,
     ) -> Take<E> {
         let queue = self.queue;
+        let real = matches!(queue.clock, Clock::Real { .. });
         let mut expired = false;
+        let mut spun = false;
         let result = loop {
             if stop(&self.state) {
                 break Take::Stopped;
@@ -313,16 +341,39 @@ impl<E: Timed, X> Locked<'_, E, X> {
             }
             let timed_out = match head {
                 Some(deadline) if !self.state.leader => {
-                    // I2: lead. Sleep until the head is due (real clock) or the timeout.
+                    // I2: lead. Sleep until the head is due (real clock) or the timeout;
+                    // within LEADER_SPIN of the deadline, spin instead of sleeping.
                     self.state.leader = true;
-                    let due = match &queue.clock {
-                        Clock::Real { .. } => Some(queue.clock.instant_of(deadline)),
-                        Clock::Manual(_) => None,
+                    let fired = if real {
+                        let due = queue.clock.instant_of(deadline);
+                        let spin_from = due.checked_sub(LEADER_SPIN).unwrap_or(due);
+                        if Instant::now() >= spin_from {
+                            let until = earliest(Some(due), timeout).unwrap_or(due);
+                            self.spin(until);
+                            timeout.is_some_and(|t| Instant::now() >= t)
+                        } else {
+                            wait(
+                                &queue.leader_cv,
+                                &mut self.state,
+                                earliest(Some(spin_from), timeout),
+                            )
+                        }
+                    } else {
+                        wait(&queue.leader_cv, &mut self.state, timeout)
                     };
-                    let until = earliest(due, timeout);
-                    let fired = wait(&queue.leader_cv, &mut self.state, until);
                     self.state.leader = false; // I2: cleared before anything else
                     fired
+                }
+                _ if real && !spun && !self.state.spinning => {
+                    // One idle taker spins briefly for a new head before parking.
+                    spun = true;
+                    self.state.spinning = true;
+                    let until = crate::clock::timeout_at(IDLE_SPIN);
+                    if let Some(until) = earliest(until, timeout) {
+                        self.spin(until);
+                    }
+                    self.state.spinning = false;
+                    timeout.is_some_and(|t| Instant::now() >= t)
                 }
                 _ => wait(&queue.followers, &mut self.state, timeout),
             };
@@ -333,6 +384,22 @@ impl<E: Timed, X> Locked<'_, E, X> {
             queue.followers.notify_one();
         }
         result
+    }
+}
+
+impl<E: Timed, X> Locked<'_, E, X> {
+    /// Releases the lock and spins until `until` or the next head change, then relocks.
+    /// The caller re-checks everything: a spin ends like a spurious wake-up.
+    fn spin(&mut self, until: Instant) {
+        let queue = self.queue;
+        let seen = queue.head_changes.load(Ordering::Relaxed);
+        unlocked(&mut self.state, || {
+            while queue.head_changes.load(Ordering::Relaxed) == seen && Instant::now() < until {
+                for _ in 0..16 {
+                    std::hint::spin_loop();
+                }
+            }
+        });
     }
 }
 

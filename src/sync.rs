@@ -53,6 +53,12 @@ mod imp {
             self.0.notify_all()
         }
     }
+
+    /// Runs `f` with the lock released, then takes it again.
+    #[inline]
+    pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
+        parking_lot::MutexGuard::unlocked(guard, f)
+    }
 }
 
 #[cfg(all(test, loom))]
@@ -124,6 +130,12 @@ mod imp {
             self.0.notify_all();
             0
         }
+    }
+
+    /// Models never get here: only the real clock spins (`queue.rs`), and every model runs
+    /// on virtual time. Keeps the lock, which is the conservative choice if one ever did.
+    pub(crate) fn unlocked<T, R>(_guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
+        f()
     }
 }
 

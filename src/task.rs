@@ -523,20 +523,25 @@ impl Rule {
     /// The next deadline after a run; `Ok(None)` when a trigger finishes the task, `Err`
     /// when the trigger panicked.
     pub(crate) fn next(&self, t: RunTimes, clock: &Clock) -> Result<Option<Ticks>, Caught> {
+        // A fixed rule's next deadline lies strictly after `floor`; only saturation at the
+        // clock's cap can break that, and then the task is never due again (C1).
+        let after =
+            |floor: Ticks, next: Ticks| Ok(Some(if next > floor { next } else { clock::NEVER }));
         match self {
             Rule::FixedRate(period, missed) => {
                 let on_time = clock::add(t.scheduled, *period);
-                Ok(Some(if t.started < on_time {
-                    on_time // no tick missed: every policy keeps the schedule
-                } else {
-                    match missed {
-                        MissedTicks::Burst => on_time,
-                        MissedTicks::Delay => clock::add(t.started, *period),
-                        MissedTicks::Skip => next_tick_after(t.scheduled, *period, t.started),
+                if t.started < on_time {
+                    return after(t.scheduled, on_time); // no tick missed: keep the schedule
+                }
+                match missed {
+                    MissedTicks::Burst => after(t.scheduled, on_time),
+                    MissedTicks::Delay => after(t.started, clock::add(t.started, *period)),
+                    MissedTicks::Skip => {
+                        after(t.started, next_tick_after(t.scheduled, *period, t.started))
                     }
-                }))
+                }
             }
-            Rule::FixedDelay(delay) => Ok(Some(clock::add(t.finished, *delay))),
+            Rule::FixedDelay(delay) => after(t.finished, clock::add(t.finished, *delay)),
             Rule::Trigger(trigger) => {
                 let ctx = TriggerContext {
                     scheduled: clock.instant_of(t.scheduled),
