@@ -36,7 +36,7 @@ fn loom_cancel_vs_start() {
         let clock = Clock::Manual(ManualClock::new());
         let runner = {
             let task = task.clone();
-            thread::spawn(move || task.run(0, &clock).ran)
+            thread::spawn(move || task.run(0, &clock, None).ran)
         };
         let cancelled = task.header().cancel();
         if cancelled {
@@ -86,7 +86,7 @@ fn loom_cancel_vs_periodic_requeue() {
                 // None: the cancel below removed it first.
                 let polled = shared.queue.lock().poll();
                 if let Some(entry) = polled {
-                    let report = entry.value.run(0, shared.clock());
+                    let report = entry.value.run(0, shared.clock(), None);
                     if let Some(next) = report.next {
                         shared.requeue(entry.value, next);
                     }
@@ -123,7 +123,7 @@ fn loom_wait_vs_complete() {
             })
         };
         let clock = Clock::Manual(ManualClock::new());
-        assert!(task.run(0, &clock).ran);
+        assert!(task.run(0, &clock, None).ran);
         assert_eq!(waiter.join().unwrap(), 9);
     });
 }
@@ -162,7 +162,7 @@ fn loom_async_waker_vs_complete() {
             })
         };
         let clock = Clock::Manual(ManualClock::new());
-        assert!(task.run(0, &clock).ran);
+        assert!(task.run(0, &clock, None).ran);
         assert_eq!(poller.join().unwrap(), 4);
     });
 }
@@ -223,7 +223,7 @@ fn loom_shutdown_vs_periodic_requeue() {
         let worker = {
             let shared = shared.clone();
             thread::spawn(move || {
-                let report = entry.value.run(0, shared.clock());
+                let report = entry.value.run(0, shared.clock(), None);
                 if let Some(next) = report.next {
                     shared.requeue(entry.value, next);
                 }

@@ -1,6 +1,9 @@
 //! Counters and the [`PoolStats`] snapshot.
 //!
 //! # Design
+//! A run is counted (completed, panicked) before its future completes, so a caller that
+//! has seen a task's outcome also sees its run in `stats()`.
+//!
 //! The hot counters (completed runs) are bumped by every worker after every run, so each
 //! counter sits on its own cache line (`CachePadded`) and is `Relaxed`: no other memory is
 //! published through a counter. A snapshot is therefore not one atomic instant; it is

@@ -51,6 +51,7 @@ use crate::clock::{self, Clock, Ticks};
 use crate::error::TaskError;
 use crate::heap::Handle;
 use crate::periodic::{MissedTicks, OnPanic, SharedTrigger, TriggerContext};
+use crate::stats::Counters;
 use crate::sync::{AtomicU64, AtomicU8, Condvar, Mutex};
 
 /// Task states; see the module diagram.
@@ -247,7 +248,9 @@ pub(crate) trait Job: Send + Sync {
 
     /// Runs the task once on a worker (Java: `run`, or `runAndReset` for a periodic task).
     /// `now` is the time the worker took it.
-    fn run(&self, now: Ticks, clock: &Clock) -> RunReport;
+    /// `counters`: the pool's, counted before the future completes (so a caller that saw
+    /// the outcome sees the run counted); `None` where runs are not counted.
+    fn run(&self, now: Ticks, clock: &Clock, counters: Option<&Counters>) -> RunReport;
 
     /// Runs the task once on this thread for a `PendingTask` or `CallerRuns`: a one-shot
     /// completes; a periodic task runs once and then, if `then_cancel`, ends cancelled.
@@ -373,6 +376,16 @@ pub(crate) fn run_caught<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
     })
 }
 
+/// Counts a finished run (and its panic) before its outcome is published.
+fn count_run(counters: Option<&Counters>, panicked: bool) {
+    if let Some(c) = counters {
+        crate::stats::bump(&c.completed);
+        if panicked {
+            crate::stats::bump(&c.panicked);
+        }
+    }
+}
+
 /// Drops a user value, containing a panic from its `Drop` (traced, then ignored).
 pub(crate) fn drop_quietly<V>(value: V) {
     if let Err((_, msg)) = run_caught(move || drop(value)) {
@@ -402,12 +415,14 @@ where
     }
 
     /// The run after a successful `start`.
-    fn run_started(&self) -> RunReport {
+    fn run_started(&self, counters: Option<&Counters>) -> RunReport {
         let Some(f) = self.body.lock().take() else {
             debug_assert!(false, "T3: a started one-shot has its closure");
             return RunReport::NOT_RUN;
         };
-        match run_caught(f) {
+        let outcome = run_caught(f);
+        count_run(counters, outcome.is_err());
+        match outcome {
             Ok(value) => {
                 let finished = self.header.transition(state::RUNNING, state::DONE);
                 debug_assert!(
@@ -449,15 +464,15 @@ where
         &self.header
     }
 
-    fn run(&self, _now: Ticks, _clock: &Clock) -> RunReport {
+    fn run(&self, _now: Ticks, _clock: &Clock, counters: Option<&Counters>) -> RunReport {
         if !self.header.start() {
             return RunReport::NOT_RUN;
         }
-        self.run_started()
+        self.run_started(counters)
     }
 
     fn run_now(&self, clock: &Clock, _then_cancel: bool) -> RunReport {
-        self.run(clock.now(), clock)
+        self.run(clock.now(), clock, None)
     }
 
     fn finish_cancelled(&self) {
@@ -629,7 +644,13 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
     }
 
     /// One run after a successful `start`; `next` is `None` if the task ended.
-    fn run_started(&self, now: Ticks, clock: &Clock, then_cancel: bool) -> RunReport {
+    fn run_started(
+        &self,
+        now: Ticks,
+        clock: &Clock,
+        then_cancel: bool,
+        counters: Option<&Counters>,
+    ) -> RunReport {
         let Some(mut body) = self.body.lock().take() else {
             // T3: a canceller got here between our start and this take: no run.
             return RunReport::NOT_RUN;
@@ -653,6 +674,7 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
             }
         } else {
             let outcome = run_caught(&mut body.f);
+            count_run(counters, outcome.is_err());
             body.runs += 1;
             report.ran = true;
             let panicked = match outcome {
@@ -689,6 +711,9 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
         };
         match self.rule.next(times, clock) {
             Err((payload, msg)) => {
+                if let Some(c) = counters {
+                    crate::stats::bump(&c.panicked); // the trigger panicked
+                }
                 report.panic = Some(msg);
                 self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
             }
@@ -716,18 +741,18 @@ impl<F: FnMut() + Send + 'static> Job for PeriodicTask<F> {
         &self.header
     }
 
-    fn run(&self, now: Ticks, clock: &Clock) -> RunReport {
+    fn run(&self, now: Ticks, clock: &Clock, counters: Option<&Counters>) -> RunReport {
         if !self.header.start() {
             return RunReport::NOT_RUN;
         }
-        self.run_started(now, clock, false)
+        self.run_started(now, clock, false, counters)
     }
 
     fn run_now(&self, clock: &Clock, then_cancel: bool) -> RunReport {
         if !self.header.start() {
             return RunReport::NOT_RUN;
         }
-        self.run_started(clock.now(), clock, then_cancel)
+        self.run_started(clock.now(), clock, then_cancel, None)
     }
 
     fn finish_cancelled(&self) {
@@ -770,12 +795,12 @@ mod tests {
     #[test]
     fn one_shot_runs_once_and_completes() {
         let t = OnceTask::new(1, 0, || 5);
-        let report = t.run(0, &clock());
+        let report = t.run(0, &clock(), None);
         assert!(report.ran && report.next.is_none() && report.panic.is_none());
         assert_eq!(t.header.state(), state::DONE);
         assert!(t.done.wait(None));
         assert_eq!(t.done.take().unwrap(), 5);
-        assert!(!t.run(0, &clock()).ran, "T1: no second run");
+        assert!(!t.run(0, &clock(), None).ran, "T1: no second run");
         assert!(
             !t.header.cancel(),
             "a finished one-shot cannot be cancelled"
@@ -785,7 +810,7 @@ mod tests {
     #[test]
     fn one_shot_panic_is_captured() {
         let t = OnceTask::new(1, 0, || -> u8 { panic!("boom") });
-        let report = t.run(0, &clock());
+        let report = t.run(0, &clock(), None);
         assert_eq!(report.panic.as_deref(), Some("boom"));
         assert_eq!(t.header.state(), state::PANICKED);
         assert_eq!(t.done.take().unwrap_err().panic_message(), Some("boom"));
@@ -804,7 +829,7 @@ mod tests {
             1,
             "T3: dropped at cancel time"
         );
-        assert!(!t.run(0, &clock()).ran);
+        assert!(!t.run(0, &clock(), None).ran);
         assert!(t.done.take().unwrap_err().is_cancelled());
     }
 
@@ -813,7 +838,7 @@ mod tests {
         let t = OnceTask::new(1, 0, || 1);
         assert!(t.header.start());
         assert!(!t.header.cancel());
-        let report = t.run_started();
+        let report = t.run_started(None);
         assert!(report.ran);
         assert_eq!(t.done.take().unwrap(), 1);
     }
@@ -829,7 +854,7 @@ mod tests {
             || {},
         );
         assert_eq!(
-            rate.run(150, &c).next,
+            rate.run(150, &c, None).next,
             Some(110),
             "previous deadline + period"
         );
@@ -845,7 +870,11 @@ mod tests {
         if let Clock::Manual(m) = &c {
             m.advance(Duration::from_nanos(500));
         }
-        assert_eq!(delay.run(500, &c).next, Some(510), "end of run + delay");
+        assert_eq!(
+            delay.run(500, &c, None).next,
+            Some(510),
+            "end of run + delay"
+        );
     }
 
     #[test]
@@ -873,7 +902,7 @@ mod tests {
                 )
             },
         );
-        let report = t.run(0, &clock());
+        let report = t.run(0, &clock(), None);
         assert!(
             report.ran && report.next.is_none(),
             "no re-enqueue after cancel"
@@ -896,7 +925,7 @@ mod tests {
             LIMITS,
             || panic!("periodic boom"),
         );
-        let report = t.run(0, &clock());
+        let report = t.run(0, &clock(), None);
         assert!(report.next.is_none());
         assert_eq!(t.header.state(), state::PANICKED);
         assert_eq!(

@@ -94,9 +94,8 @@ fn run_task(shared: &Arc<Shared>, index: usize, entry: Entry, now: clock::Ticks)
         kind = header.kind.as_str(),
         lateness_us = lateness.as_micros() as u64,
     );
-    let report = span.in_scope(|| job.run(now, shared.clock()));
+    let report = span.in_scope(|| job.run(now, shared.clock(), Some(&shared.counters)));
     if report.ran {
-        stats::bump(&shared.counters.completed);
         shared.lateness.record(index, now.saturating_sub(deadline));
         if lateness > shared.config.late_threshold {
             stats::bump(&shared.counters.late);
@@ -113,7 +112,6 @@ fn run_task(shared: &Arc<Shared>, index: usize, entry: Entry, now: clock::Ticks)
         tracing::debug!(target: "schedpool", id = header.id, "periodic run skipped (max_lateness)");
     }
     if let Some(msg) = report.panic {
-        stats::bump(&shared.counters.panicked);
         tracing::error!(target: "schedpool", id = header.id, panic = %msg, "task panicked");
     }
     match report.next {

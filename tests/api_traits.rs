@@ -10,10 +10,24 @@ use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use schedpool::{
-    Builder, CancelHandle, DelayKey, DelayQueue, ManualClock, PendingTask, PoolStats,
-    PriorityBlockingQueue, PriorityKey, RejectionPolicy, ScheduleError, ScheduledFuture,
-    ScheduledThreadPoolExecutor, TaskError,
+    Builder, CancelHandle, DelayKey, DelayQueue, ManualClock, MissedTicks, OnPanic, PendingTask,
+    Periodic, PoolStats, PriorityBlockingQueue, PriorityKey, RejectionPolicy, ScheduleError,
+    ScheduledFuture, ScheduledThreadPoolExecutor, TaskError, TriggerContext,
 };
+
+const BOUND: Duration = Duration::from_secs(10);
+
+/// The outcome of `fut`, waiting at most `BOUND` for it.
+fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
+    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
+    fut.get()
+}
+
+/// Shuts down and waits, at most `BOUND`, for termination.
+fn close(pool: &ScheduledThreadPoolExecutor) {
+    pool.shutdown();
+    assert!(pool.await_termination(BOUND), "the pool did not terminate");
+}
 
 fn send<T: Send>() {}
 fn sync<T: Sync>() {}
@@ -36,8 +50,11 @@ fn executor_is_clone_send_sync_debug() {
     let copy = pool.clone();
     assert!(format!("{copy:?}").contains("ScheduledThreadPoolExecutor"));
     drop(copy);
-    assert!(!pool.is_shutdown(), "dropping a clone is not the last handle");
-    pool.close();
+    assert!(
+        !pool.is_shutdown(),
+        "dropping a clone is not the last handle"
+    );
+    close(&pool);
 }
 
 #[test]
@@ -63,8 +80,8 @@ fn scheduled_future_is_send_sync_unpin_debug_when_t_is_send() {
     let fut = pool.submit(|| Cell::new(7u8)).unwrap();
     assert!(!format!("{fut:?}").is_empty());
     let fut = std::thread::spawn(move || fut).join().unwrap();
-    assert_eq!(fut.get().unwrap().get(), 7);
-    pool.close();
+    assert_eq!(outcome(fut).unwrap().get(), 7);
+    close(&pool);
 }
 
 #[test]
@@ -94,7 +111,7 @@ fn pending_task_is_send_debug() {
     let task = pending.pop().unwrap();
     assert!(!format!("{task:?}").is_empty());
     std::thread::spawn(move || task.run()).join().unwrap();
-    assert_eq!(fut.get().unwrap(), 5);
+    assert_eq!(outcome(fut).unwrap(), 5);
 }
 
 #[test]
@@ -120,7 +137,11 @@ fn manual_clock_is_clone_send_sync_debug_default() {
     let copy = clock.clone();
     let t0 = clock.now();
     copy.advance(Duration::from_secs(2));
-    assert_eq!(clock.now(), t0 + Duration::from_secs(2), "clones share time");
+    assert_eq!(
+        clock.now(),
+        t0 + Duration::from_secs(2),
+        "clones share time"
+    );
     assert!(!format!("{clock:?}").is_empty());
 }
 
@@ -220,4 +241,43 @@ fn keys_are_copy_eq_hash_debug_send_sync() {
     let y = pq.offer(1);
     assert_ne!(x, y);
     assert_eq!(HashSet::from([x, x, y]).len(), 2);
+}
+
+#[test]
+fn scheduling_control_types_have_their_traits() {
+    fn copy_eq<T: Copy + Clone + Debug + PartialEq + Eq + Send + Sync>() {}
+    fn copy_debug<T: Copy + Clone + Debug>() {}
+    copy_eq::<MissedTicks>();
+    copy_eq::<OnPanic>();
+    copy_debug::<TriggerContext>();
+    clone::<Periodic>();
+    debug::<Periodic>();
+    let spec = Periodic::at_fixed_rate(Duration::from_secs(1))
+        .missed_ticks(MissedTicks::Skip)
+        .on_panic(OnPanic::Continue);
+    assert!(!format!("{:?}", spec.clone()).is_empty());
+    assert_ne!(MissedTicks::Burst, MissedTicks::Delay);
+    assert_ne!(OnPanic::Stop, OnPanic::Continue);
+    let t0 = std::time::Instant::now();
+    let ctx = TriggerContext {
+        scheduled: t0,
+        started: t0,
+        finished: t0,
+        runs: 1,
+        panicked: false,
+    };
+    let copy = ctx;
+    assert_eq!((copy.runs, ctx.runs), (1, 1));
+    assert!(format!("{ctx:?}").contains("runs"));
+}
+
+#[cfg(feature = "cron")]
+#[test]
+fn cron_types_are_debug_and_cron_error_is_an_error() {
+    use schedpool::{CronError, CronTrigger};
+    debug::<CronTrigger>();
+    error::<CronError>();
+    let err = CronTrigger::parse("nonsense").unwrap_err();
+    assert!(!err.to_string().is_empty());
+    assert!(!format!("{err:?}").is_empty());
 }

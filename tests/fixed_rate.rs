@@ -6,9 +6,23 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, ScheduleError, ScheduledThreadPoolExecutor};
+use schedpool::{
+    ManualClock, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
+};
 
 const BOUND: Duration = Duration::from_secs(10);
+
+/// The outcome of `fut`, waiting at most `BOUND` for it.
+fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
+    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
+    fut.get()
+}
+
+/// Shuts down and waits, at most `BOUND`, for termination.
+fn close(pool: &ScheduledThreadPoolExecutor) {
+    pool.shutdown();
+    assert!(pool.await_termination(BOUND), "the pool did not terminate");
+}
 
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
@@ -51,7 +65,9 @@ fn zero_period_is_rejected_without_running_or_counting() {
     let ran = Arc::new(AtomicBool::new(false));
     let r = ran.clone();
     let err = pool
-        .schedule_at_fixed_rate(sec(1), Duration::ZERO, move || r.store(true, Ordering::SeqCst))
+        .schedule_at_fixed_rate(sec(1), Duration::ZERO, move || {
+            r.store(true, Ordering::SeqCst)
+        })
         .unwrap_err();
     assert_eq!(err, ScheduleError::ZeroPeriod);
     let err = pool
@@ -61,7 +77,7 @@ fn zero_period_is_rejected_without_running_or_counting() {
     let s = pool.stats();
     assert_eq!((s.task_count, s.rejected_count, s.queued), (0, 0, 0));
     assert_eq!(s.pool_size, 0, "no thread for a refused task");
-    pool.close();
+    close(&pool);
     assert!(!ran.load(Ordering::SeqCst));
 }
 
@@ -91,7 +107,7 @@ fn next_deadline_is_previous_deadline_plus_period_not_end_of_run() {
     assert_eq!(*starts.lock().unwrap(), [sec(10), sec(20)]);
     assert!(!fut.is_done());
     shutdown_now_and_wait(&pool);
-    assert!(fut.get().unwrap_err().is_cancelled());
+    assert!(outcome(fut).unwrap_err().is_cancelled());
 }
 
 #[test]
@@ -118,8 +134,8 @@ fn overrun_is_caught_up_back_to_back() {
     clock.advance(ms(10));
     wait_until("the run at 50 ended", || fut.deadline() == t0 + ms(60));
     assert_eq!(*starts.lock().unwrap(), [10, 35, 35, 40, 50]);
-    assert_eq!(pool.stats().completed_task_count, 5);
     shutdown_now_and_wait(&pool);
+    assert_eq!(pool.stats().completed_task_count, 5);
 }
 
 #[test]
@@ -168,8 +184,8 @@ fn runs_never_overlap_and_each_sees_the_previous_one() {
     wait_until("300 runs", || seen.load(Ordering::SeqCst) == 300);
     wait_until("the next deadline", || fut.deadline() == t0 + ms(301));
     assert_eq!(overlaps.load(Ordering::SeqCst), 0);
-    assert_eq!(pool.stats().completed_task_count, 300);
     shutdown_now_and_wait(&pool);
+    assert_eq!(pool.stats().completed_task_count, 300);
 }
 
 #[test]
@@ -191,9 +207,13 @@ fn an_hour_in_one_second_steps_runs_3600_times() {
     wait_until("the last run ended", || fut.deadline() == t0 + sec(3601));
     flush(&pool);
     assert_eq!(rx.try_recv(), Err(mpsc::TryRecvError::Empty));
-    let s = pool.stats();
-    assert_eq!((s.task_count, s.completed_task_count), (1, 3600 + 1));
     shutdown_now_and_wait(&pool);
+    let s = pool.stats();
+    assert_eq!(
+        (s.task_count, s.completed_task_count),
+        (2, 3601),
+        "with flush"
+    );
 }
 
 #[test]
@@ -216,8 +236,8 @@ fn an_hour_in_ten_minute_steps_runs_3601_times_from_zero() {
     wait_until("the next deadline", || fut.deadline() == t0 + sec(3601));
     flush(&pool);
     assert_eq!(runs.load(Ordering::SeqCst), 3601);
-    assert_eq!(pool.stats().completed_task_count, 3601 + 1);
     shutdown_now_and_wait(&pool);
+    assert_eq!(pool.stats().completed_task_count, 3602, "with flush");
 }
 
 #[test]
@@ -304,7 +324,10 @@ fn fixed_rate_on_the_real_clock_keeps_running_until_cancelled() {
     wait_until("5 runs", || runs.load(Ordering::SeqCst) >= 5);
     assert!(fut.cancel());
     let after_cancel = runs.load(Ordering::SeqCst);
-    pool.close();
-    assert!(runs.load(Ordering::SeqCst) <= after_cancel + 1, "at most the run in progress");
-    assert!(fut.get().unwrap_err().is_cancelled());
+    close(&pool);
+    assert!(
+        runs.load(Ordering::SeqCst) <= after_cancel + 1,
+        "at most the run in progress"
+    );
+    assert!(outcome(fut).unwrap_err().is_cancelled());
 }

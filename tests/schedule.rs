@@ -6,9 +6,21 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor};
+use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
 const BOUND: Duration = Duration::from_secs(10);
+
+/// The outcome of `fut`, waiting at most `BOUND` for it.
+fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
+    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
+    fut.get()
+}
+
+/// Shuts down and waits, at most `BOUND`, for termination.
+fn close(pool: &ScheduledThreadPoolExecutor) {
+    pool.shutdown();
+    assert!(pool.await_termination(BOUND), "the pool did not terminate");
+}
 const HUNDRED_YEARS: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
@@ -43,8 +55,8 @@ fn schedule_runs_after_its_delay_and_yields_the_value() {
     clock.advance(sec(5));
     assert!(fut.wait_timeout(BOUND));
     assert!(fut.is_done() && !fut.is_cancelled());
-    assert_eq!(fut.get().unwrap(), "done");
-    pool.close();
+    assert_eq!(outcome(fut).unwrap(), "done");
+    close(&pool);
     assert_eq!(pool.stats().completed_task_count, 1);
 }
 
@@ -59,8 +71,8 @@ fn schedule_at_runs_at_the_instant_in_the_executor_clock() {
     flush(&pool);
     assert!(!fut.is_done());
     clock.advance(sec(1));
-    assert_eq!(fut.get().unwrap(), 3);
-    pool.close();
+    assert_eq!(outcome(fut).unwrap(), 3);
+    close(&pool);
 }
 
 #[test]
@@ -69,8 +81,8 @@ fn submit_runs_at_once_without_advancing_the_clock() {
     let fut = pool.submit(|| 40 + 2).unwrap();
     assert_eq!(fut.delay(), Duration::ZERO);
     assert!(fut.wait_timeout(BOUND));
-    assert_eq!(fut.get().unwrap(), 42);
-    pool.close();
+    assert_eq!(outcome(fut).unwrap(), 42);
+    close(&pool);
 }
 
 #[test]
@@ -79,7 +91,7 @@ fn execute_runs_at_once_without_a_handle() {
     let (tx, rx) = mpsc::channel();
     pool.execute(move || tx.send(7).unwrap()).unwrap();
     assert_eq!(rx.recv_timeout(BOUND), Ok(7));
-    pool.close();
+    close(&pool);
     let s = pool.stats();
     assert_eq!((s.task_count, s.completed_task_count), (1, 1));
 }
@@ -106,7 +118,7 @@ fn tasks_run_in_deadline_order() {
     let mut sorted = delays.to_vec();
     sorted.sort_unstable();
     assert_eq!(*order.lock().unwrap(), sorted);
-    pool.close();
+    close(&pool);
 }
 
 #[test]
@@ -129,7 +141,7 @@ fn equal_deadlines_run_in_submission_order() {
         assert!(f.wait_timeout(BOUND));
     }
     assert_eq!(*order.lock().unwrap(), (0..100).collect::<Vec<_>>());
-    pool.close();
+    close(&pool);
 }
 
 #[test]
@@ -152,7 +164,7 @@ fn ties_interleaved_with_other_deadlines_keep_fifo_within_each_deadline() {
     let mut expected: Vec<u64> = (0..30).collect();
     expected.sort_by_key(|i| (3 - i % 3, *i));
     assert_eq!(*order.lock().unwrap(), expected);
-    pool.close();
+    close(&pool);
 }
 
 #[test]
@@ -163,8 +175,8 @@ fn past_deadline_runs_without_advancing_the_clock() {
     let fut = pool.schedule_at(past, || 1).unwrap();
     assert_eq!(fut.delay(), Duration::ZERO);
     assert!(fut.wait_timeout(BOUND));
-    assert_eq!(fut.get().unwrap(), 1);
-    pool.close();
+    assert_eq!(outcome(fut).unwrap(), 1);
+    close(&pool);
 }
 
 #[test]
@@ -175,8 +187,8 @@ fn deadline_before_the_clock_origin_runs_at_once() {
     };
     let fut = pool.schedule_at(long_ago, || 2).unwrap();
     assert!(fut.wait_timeout(BOUND));
-    assert_eq!(fut.get().unwrap(), 2);
-    pool.close();
+    assert_eq!(outcome(fut).unwrap(), 2);
+    close(&pool);
 }
 
 #[test]
@@ -187,8 +199,8 @@ fn past_deadline_runs_on_the_real_clock() {
     let fut = pool.schedule_at(past, || 9).unwrap();
     assert_eq!(fut.delay(), Duration::ZERO);
     assert!(fut.wait_timeout(BOUND));
-    assert_eq!(fut.get().unwrap(), 9);
-    pool.close();
+    assert_eq!(outcome(fut).unwrap(), 9);
+    close(&pool);
 }
 
 #[test]
@@ -211,7 +223,7 @@ fn max_delay_is_far_in_the_future_and_does_not_run_after_a_century() {
     assert!(fut.delay() > Duration::ZERO);
     assert_eq!(pool.queue_len(), 1);
     shutdown_now_and_wait(&pool);
-    assert!(fut.get().unwrap_err().is_cancelled());
+    assert!(outcome(fut).unwrap_err().is_cancelled());
 }
 
 #[test]
@@ -261,7 +273,7 @@ fn deadline_and_delay_follow_the_manual_clock() {
     assert!(fut.wait_timeout(BOUND));
     assert_eq!(fut.deadline(), t0 + sec(10), "the last deadline stays");
     assert_eq!(fut.delay(), Duration::ZERO);
-    pool.close();
+    close(&pool);
 }
 
 #[test]
@@ -275,7 +287,7 @@ fn never_runs_before_its_deadline() {
     assert!(!fut.is_done());
     clock.advance(Duration::from_nanos(1));
     assert!(fut.wait_timeout(BOUND));
-    pool.close();
+    close(&pool);
 }
 
 #[test]
@@ -298,7 +310,7 @@ fn a_later_task_does_not_run_before_an_earlier_one_is_due() {
     clock.advance(sec(5));
     assert!(late.wait_timeout(BOUND));
     assert_eq!(*order.lock().unwrap(), ["early", "late"]);
-    pool.close();
+    close(&pool);
 }
 
 #[test]
@@ -317,10 +329,21 @@ fn many_workers_run_every_task_exactly_once() {
         .collect();
     clock.advance(sec(1));
     for (i, f) in futs.into_iter().enumerate() {
-        assert_eq!(f.get().unwrap(), i as u64);
+        assert_eq!(outcome(f).unwrap(), i as u64);
     }
-    pool.close();
+    close(&pool);
     assert_eq!(runs.load(Ordering::SeqCst), 200);
     let s = pool.stats();
     assert_eq!((s.task_count, s.completed_task_count), (200, 200));
+}
+
+#[test]
+fn deadline_before_the_executor_was_built_runs_at_once() {
+    let before = Instant::now();
+    std::thread::sleep(Duration::from_millis(2));
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let fut = pool.schedule_at(before, || 4).unwrap();
+    assert_eq!(fut.delay(), Duration::ZERO);
+    assert_eq!(outcome(fut).unwrap(), 4);
+    close(&pool);
 }
