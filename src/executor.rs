@@ -670,13 +670,15 @@ impl Shared {
             let handle = q.push(TimedEntry {
                 deadline,
                 seq,
-                value: job.clone(),
+                value: job,
             });
-            job.header().set_handle(handle); // T4: under the lock
+            if let Some(entry) = q.get(handle) {
+                entry.value.header().set_handle(handle); // T4: under the lock
+            }
             let spawn = q.ext.reserve_for_task(self.core_pool_size()); // E1
             drop(q);
             if let Some(index) = spawn {
-                if !self.start_worker(index) && self.unqueue_if_workerless(&*job) {
+                if !self.start_worker(index) && self.unqueue_if_workerless(handle).is_some() {
                     stats::bump(&self.counters.rejected);
                     return Err(ScheduleError::ThreadSpawn);
                 }
@@ -788,20 +790,17 @@ impl Shared {
         }
     }
 
-    /// After a failed thread start: if no worker is left, takes `job` back out of the
-    /// queue so it is not stranded (E1). `true` if it was removed.
+    /// After a failed thread start: if no worker is left, takes the task `handle` names
+    /// back out of the queue so it is not stranded (E1), and returns it.
     #[cold]
-    fn unqueue_if_workerless(&self, job: &dyn Job) -> bool {
-        let removed = {
-            let mut q = self.queue.lock();
-            if q.ext.workers > 0 {
-                return false;
-            }
-            let removed = q.remove(job.header().handle());
-            self.notify_idle(&q);
-            removed
-        };
-        removed.is_some()
+    fn unqueue_if_workerless(&self, handle: crate::heap::Handle) -> Option<Arc<dyn Job>> {
+        let mut q = self.queue.lock();
+        if q.ext.workers > 0 {
+            return None;
+        }
+        let removed = q.remove(handle);
+        self.notify_idle(&q);
+        removed.map(|e| e.value)
     }
 
     /// Re-queues a periodic task after a run, if the run state allows (E2).
@@ -835,14 +834,20 @@ impl Shared {
         let handle = q.push(TimedEntry {
             deadline: next,
             seq,
-            value: job.clone(),
+            value: job,
         });
-        header.set_handle(handle); // T4
+        if let Some(entry) = q.get(handle) {
+            entry.value.header().set_handle(handle); // T4: under the lock
+        }
         let spawn = q.ext.reserve_for_task(self.core_pool_size());
         drop(q);
         if let Some(index) = spawn {
-            if !self.start_worker(index) && self.unqueue_if_workerless(&*job) && header.cancel() {
-                job.finish_cancelled();
+            if !self.start_worker(index) {
+                if let Some(job) = self.unqueue_if_workerless(handle) {
+                    if job.header().cancel() {
+                        job.finish_cancelled();
+                    }
+                }
             }
         }
     }

@@ -170,7 +170,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
     }
 
     /// The entry `h` names, if it is still in the heap.
-    #[cfg(all(test, not(loom)))]
+    #[inline]
     pub(crate) fn get(&self, h: Handle) -> Option<&E> {
         self.position(h).map(|pos| &self.nodes[pos].entry)
     }

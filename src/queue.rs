@@ -237,6 +237,12 @@ impl<E: Timed, X> Locked<'_, E, X> {
         handle
     }
 
+    /// The entry `h` names, if it is still queued.
+    #[inline]
+    pub(crate) fn get(&self, h: Handle) -> Option<&E> {
+        self.state.heap.get(h)
+    }
+
     /// Removes the entry `h` names (I5 if it was the head). O(log n).
     #[inline]
     pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
