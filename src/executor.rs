@@ -803,12 +803,39 @@ impl Shared {
         removed.map(|e| e.value)
     }
 
-    /// Re-queues a periodic task after a run, if the run state allows (E2).
+    /// Re-queues a periodic task after a run, if the run state allows (E2). For runs on
+    /// the caller's thread (`CallerRuns`); workers re-queue inside `next_task`.
     pub(crate) fn requeue(self: &Arc<Self>, job: Arc<dyn Job>, next: Ticks) {
         let mut q = self.queue.lock();
+        let outcome = self.requeue_locked(&mut q, job, next);
+        let spawn = match outcome {
+            Requeued::Queued(handle) => q
+                .ext
+                .reserve_for_task(self.core_pool_size())
+                .map(|i| (i, handle)),
+            _ => None,
+        };
+        drop(q);
+        if let Requeued::Refused(job) = outcome {
+            job.finish_cancelled();
+        }
+        if let Some((index, handle)) = spawn {
+            if !self.start_worker(index) {
+                if let Some(job) = self.unqueue_if_workerless(handle) {
+                    if job.header().cancel() {
+                        job.finish_cancelled();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The decision and the push of a re-queue, under the lock (E2). A refused task has
+    /// been cancelled here and must be finished by the caller after unlocking (T2, I4).
+    fn requeue_locked(&self, q: &mut Guard<'_>, job: Arc<dyn Job>, next: Ticks) -> Requeued {
         let header = job.header();
         if header.state() != state::SCHEDULED {
-            return; // cancelled since its run ended; the canceller completes it (T2)
+            return Requeued::Dropped; // cancelled since its run ended; the canceller completes it
         }
         let allowed = match q.ext.run_state {
             RunState::Running => true,
@@ -816,12 +843,11 @@ impl Shared {
             RunState::Stop => false,
         };
         if !allowed {
-            let won = header.cancel();
-            drop(q);
-            if won {
-                job.finish_cancelled();
-            }
-            return;
+            return if header.cancel() {
+                Requeued::Refused(job)
+            } else {
+                Requeued::Dropped
+            };
         }
         let next = match header.take_rescheduled() {
             Some(at) => {
@@ -839,17 +865,7 @@ impl Shared {
         if let Some(entry) = q.get(handle) {
             entry.value.header().set_handle(handle); // T4: under the lock
         }
-        let spawn = q.ext.reserve_for_task(self.core_pool_size());
-        drop(q);
-        if let Some(index) = spawn {
-            if !self.start_worker(index) {
-                if let Some(job) = self.unqueue_if_workerless(handle) {
-                    if job.header().cancel() {
-                        job.finish_cancelled();
-                    }
-                }
-            }
-        }
+        Requeued::Queued(handle)
     }
 
     /// Cancels a task; with `remove_on_cancel`, removes it from the queue first. Returns
@@ -1086,10 +1102,22 @@ impl Shared {
     }
 
     /// The worker's next task (Java: `getTask`), with the worker's bookkeeping: `finished`
-    /// says the caller just ran a task. Returns `None` when the worker must exit, having
-    /// released its worker slot under the lock (E1).
-    pub(crate) fn next_task(&self, finished: bool) -> Option<(Entry, Ticks)> {
+    /// says the caller just ran a task, `requeue` carries a periodic task's next run, both
+    /// settled in the same critical section as the take. Returns `None` when the worker
+    /// must exit, having released its worker slot under the lock (E1).
+    pub(crate) fn next_task(
+        &self,
+        finished: bool,
+        requeue: Option<(Arc<dyn Job>, Ticks)>,
+    ) -> Option<(Entry, Ticks)> {
         let mut q = self.queue.lock();
+        if let Some((job, next)) = requeue {
+            if let Requeued::Refused(job) = self.requeue_locked(&mut q, job, next) {
+                drop(q); // rare (after shutdown): complete its future without the lock
+                job.finish_cancelled();
+                q = self.queue.lock();
+            }
+        }
         if finished {
             q.ext.active -= 1;
             if q.ext.active == 0 {
@@ -1163,6 +1191,16 @@ impl Shared {
             tracing::info!(target: "schedpool", "executor terminated");
         }
     }
+}
+
+/// What became of a periodic task's re-queue.
+enum Requeued {
+    /// In the queue under this handle.
+    Queued(crate::heap::Handle),
+    /// Not allowed after shutdown and cancelled here: its future must be completed.
+    Refused(Arc<dyn Job>),
+    /// Cancelled by someone else meanwhile, who completes it.
+    Dropped,
 }
 
 /// E3: after shutdown, a drained queue wakes every idle worker so it can exit.

@@ -22,8 +22,8 @@
 //!
 //! On the real clock two short spins replace a sleep where a futex wake-up would cost more
 //! than the wait: the leader spins (lock released) through the last `LEADER_SPIN` before
-//! the head's deadline, and one idle taker at a time spins `IDLE_SPIN` for a new head
-//! before it parks. A spinner watches `head_changes`, bumped with every I5 signal, and
+//! the head's deadline, and one taker of an empty queue at a time spins `IDLE_SPIN` for a
+//! new head before it parks. A spinner watches `head_changes`, bumped with every I5 signal, and
 //! re-checks everything under the lock when it stops, exactly as after a wake-up. Virtual
 //! time never spins.
 //! Entries whose deadline is always 0 (the priority queue) are always due: nobody ever
@@ -59,8 +59,9 @@ use std::time::Duration;
 /// How long before the head's deadline the leader stops sleeping and spins (real clock):
 /// a futex wake-up on a loaded machine costs tens of microseconds.
 const LEADER_SPIN: Duration = Duration::from_micros(50);
-/// How long one idle taker spins for a new head before it parks (real clock): a burst of
-/// submissions then finds a taker awake instead of paying a futex wake per task.
+/// How long one taker of an empty queue spins for a new head before it parks (real
+/// clock): a burst of submissions then finds a taker awake instead of paying a futex wake
+/// per task.
 const IDLE_SPIN: Duration = Duration::from_micros(20);
 
 /// An entry that becomes available at a deadline.
@@ -370,8 +371,10 @@ impl<E: Timed, X> Locked<'_, E, X> {
                     self.state.leader = false; // I2: cleared before anything else
                     fired
                 }
-                _ if real && !spun && !self.state.spinning => {
-                    // One idle taker spins briefly for a new head before parking.
+                None if real && !spun && !self.state.spinning => {
+                    // One taker of an empty queue spins briefly for a new head before
+                    // parking (a burst of submissions then finds it awake). With a head
+                    // and a leader, the leader's spin covers the deadline: park at once.
                     spun = true;
                     self.state.spinning = true;
                     let until = crate::clock::timeout_at(IDLE_SPIN);

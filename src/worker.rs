@@ -16,7 +16,7 @@ use crate::clock;
 use crate::executor::{Entry, Shared};
 use crate::stats;
 use crate::sync::Arc;
-use crate::task::drop_quietly;
+use crate::task::{drop_quietly, Job};
 
 thread_local! {
     /// The address of the `Shared` this thread works for; 0 on other threads.
@@ -55,13 +55,14 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         guard.shared.config.on_thread_start.as_ref(),
         "on_thread_start",
     );
+    let mut requeue = None;
     loop {
         let finished = guard.active;
         guard.active = false;
-        match guard.shared.next_task(finished) {
+        match guard.shared.next_task(finished, requeue.take()) {
             Some((entry, now)) => {
                 guard.active = true;
-                run_task(&guard.shared, index, entry, now);
+                requeue = run_task(&guard.shared, index, entry, now);
             }
             None => {
                 guard.released = true;
@@ -78,8 +79,14 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
 }
 
 /// Runs one task taken from the queue at `now` by worker `index` (W2), and records its
-/// lateness (start − deadline).
-fn run_task(shared: &Arc<Shared>, index: usize, entry: Entry, now: clock::Ticks) {
+/// lateness (start − deadline). Returns a periodic task's next run, for `next_task` to
+/// re-queue in the same critical section as the next take.
+fn run_task(
+    shared: &Arc<Shared>,
+    index: usize,
+    entry: Entry,
+    now: clock::Ticks,
+) -> Option<(Arc<dyn Job>, clock::Ticks)> {
     let Entry {
         deadline,
         value: job,
@@ -115,8 +122,11 @@ fn run_task(shared: &Arc<Shared>, index: usize, entry: Entry, now: clock::Ticks)
         tracing::error!(target: "schedpool", id = header.id, panic = %msg, "task panicked");
     }
     match report.next {
-        Some(next) => shared.requeue(job, next),
-        None => drop_quietly(job), // may drop the task and an unclaimed output (W2)
+        Some(next) => Some((job, next)),
+        None => {
+            drop_quietly(job); // may drop the task and an unclaimed output (W2)
+            None
+        }
     }
 }
 
