@@ -1,0 +1,616 @@
+//! The workloads, generic over [`System`]. `Compare.java` implements the same steps in
+//! the same order; the comments here are the reference for both.
+//!
+//! Conventions:
+//! - Every pool has 2 workers and runs a few no-op tasks before anything is timed, so
+//!   that thread start-up is outside every measurement.
+//! - Task closures capture `&'static` state (see [`leak`]), not an `Arc`, so the only
+//!   per-task cost is the scheduler's own.
+//! - Lateness = (clock read at the first instruction of the task) − (clock read just
+//!   before the `schedule` call + delay). Each system computes its own deadline inside
+//!   `schedule` from a slightly later clock read, so the figure includes the (tiny) time
+//!   between the two reads, the same way for every system.
+//! - Any wait for tasks has a timeout; a scheduler that loses or never runs a task is
+//!   reported (`"error"` key) instead of hanging the harness.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{mpsc, Barrier};
+use std::time::Duration;
+
+use crate::systems::System;
+use crate::util::*;
+
+const WORKERS: usize = 2;
+const SEED: u64 = 0x5EED_2024;
+const MS: u64 = 1_000_000;
+const SEC: u64 = 1_000_000_000;
+const HOUR: u64 = 3600 * SEC;
+
+/// Sizes of every workload; `--quick` scales them down for smoke tests.
+pub struct Params {
+    pub quick: bool,
+    pub burst_n: u64,
+    pub delayed_n: usize,
+    pub cancel_n: usize,
+    pub timeouts_per_producer: u64,
+    pub periodic_tasks: usize,
+    pub periodic_secs: u64,
+    pub wake_n: usize,
+    pub scaling_sizes: Vec<usize>,
+    pub scaling_ops: usize,
+}
+
+impl Params {
+    pub fn new(quick: bool) -> Self {
+        if quick {
+            Params {
+                quick,
+                burst_n: 50_000,
+                delayed_n: 10_000,
+                cancel_n: 50_000,
+                timeouts_per_producer: 25_000,
+                periodic_tasks: 1_000,
+                periodic_secs: 1,
+                wake_n: 200,
+                scaling_sizes: vec![1_000, 10_000, 100_000],
+                scaling_ops: 20_000,
+            }
+        } else {
+            Params {
+                quick,
+                burst_n: 1_000_000,
+                delayed_n: 200_000,
+                cancel_n: 1_000_000,
+                timeouts_per_producer: 500_000,
+                periodic_tasks: 1_000,
+                periodic_secs: 3,
+                wake_n: 2_000,
+                scaling_sizes: vec![1_000, 10_000, 100_000, 1_000_000],
+                scaling_ops: 200_000,
+            }
+        }
+    }
+}
+
+fn start<S: System>() -> S {
+    let s = S::start(WORKERS);
+    warm_up(&s);
+    s
+}
+
+/// Runs a few no-op tasks and waits for them: every worker thread exists afterwards.
+fn warm_up<S: System>(s: &S) {
+    let left = leak(AtomicU64::new(4));
+    let done = leak(Latch::default());
+    for _ in 0..4 {
+        drop(s.schedule(Duration::ZERO, move || {
+            if left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                done.open();
+            }
+        }));
+    }
+    assert!(
+        done.wait(Duration::from_secs(10)),
+        "warm-up tasks did not run"
+    );
+}
+
+fn ns_per_op(total_ns: u64, ops: usize) -> f64 {
+    total_ns as f64 / ops as f64
+}
+
+fn us(ns: i64) -> f64 {
+    ns as f64 / 1_000.0
+}
+
+/// Lateness summary in microseconds.
+fn lateness(json: Json, prefix: &str, lat: &[AtomicI64]) -> Json {
+    let mut v: Vec<i64> = lat.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    v.sort_unstable();
+    json.num(&format!("{prefix}p50_us"), us(percentile(&v, 0.50)))
+        .num(&format!("{prefix}p99_us"), us(percentile(&v, 0.99)))
+        .num(&format!("{prefix}p999_us"), us(percentile(&v, 0.999)))
+        .num(&format!("{prefix}max_us"), us(*v.last().unwrap()))
+        .num(&format!("{prefix}min_us"), us(v[0]))
+}
+
+// ---------------------------------------------------------------------------------------
+// W1 burst
+// ---------------------------------------------------------------------------------------
+
+struct Burst {
+    ran: AtomicU64,
+    target: u64,
+    end_ns: AtomicU64,
+    done: Latch,
+}
+
+/// One producer submits N zero-delay tasks; each increments a shared counter, and the one
+/// that brings it to N records the time. Throughput = N / (that time − first submit).
+pub fn burst<S: System>(p: &Params) -> Json {
+    let n = p.burst_n;
+    let s = start::<S>();
+    let st = leak(Burst {
+        ran: AtomicU64::new(0),
+        target: n,
+        end_ns: AtomicU64::new(0),
+        done: Latch::default(),
+    });
+    let t0 = now_ns();
+    for _ in 0..n {
+        drop(s.schedule(Duration::ZERO, move || {
+            if st.ran.fetch_add(1, Ordering::Relaxed) + 1 == st.target {
+                st.end_ns.store(now_ns(), Ordering::Relaxed);
+                st.done.open();
+            }
+        }));
+    }
+    let submitted = now_ns();
+    let ok = st.done.wait(Duration::from_secs(120));
+    let ran = st.ran.load(Ordering::Relaxed);
+    let mut json = Json::default().int("n", n as i64);
+    if ok {
+        let elapsed = st.end_ns.load(Ordering::Relaxed) - t0;
+        json = json
+            .num("tasks_per_s", n as f64 * SEC as f64 / elapsed as f64)
+            .num("elapsed_ms", elapsed as f64 / MS as f64)
+            .num("submit_ns_per_op", ns_per_op(submitted - t0, n as usize));
+    } else {
+        json = json.str(
+            "error",
+            &format!("only {ran} of {n} tasks ran within 120 s"),
+        );
+    }
+    s.dispose();
+    json.int("ran", ran as i64)
+}
+
+// ---------------------------------------------------------------------------------------
+// W2 delayed
+// ---------------------------------------------------------------------------------------
+
+struct Delayed {
+    lat: Vec<AtomicI64>,
+    left: AtomicU64,
+    done: Latch,
+}
+
+/// N one-shot tasks with delays uniform in [0, 1 s), submitted back to back; schedule
+/// ns/op over the submit loop (delays drawn beforehand), lateness of every task.
+pub fn delayed<S: System>(p: &Params) -> Json {
+    let n = p.delayed_n;
+    let mut rng = SplitMix64::new(SEED);
+    let delays: Vec<u64> = (0..n).map(|_| rng.below(SEC)).collect();
+    let s = start::<S>();
+    let st = leak(Delayed {
+        lat: (0..n).map(|_| AtomicI64::new(i64::MIN)).collect(),
+        left: AtomicU64::new(n as u64),
+        done: Latch::default(),
+    });
+    let t0 = now_ns();
+    for (i, &d) in delays.iter().enumerate() {
+        let deadline = now_ns() + d;
+        drop(s.schedule(Duration::from_nanos(d), move || {
+            let late = now_ns() as i64 - deadline as i64;
+            st.lat[i].store(late, Ordering::Relaxed);
+            if st.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                st.done.open();
+            }
+        }));
+    }
+    let t1 = now_ns();
+    let ok = st.done.wait(Duration::from_secs(60));
+    let mut json = Json::default()
+        .int("n", n as i64)
+        .num("schedule_ns_per_op", ns_per_op(t1 - t0, n));
+    if ok {
+        json = lateness(json, "late_", &st.lat);
+    } else {
+        let left = st.left.load(Ordering::Relaxed);
+        json = json.str(
+            "error",
+            &format!("{left} of {n} tasks had not run 59 s after their deadline"),
+        );
+    }
+    s.dispose();
+    json
+}
+
+// ---------------------------------------------------------------------------------------
+// W3 cancel
+// ---------------------------------------------------------------------------------------
+
+/// N tasks due in 1–2 hours, then all cancelled in a shuffled order.
+///
+/// Memory: the handle vector, delays and order are allocated and touched *before* the
+/// baseline, so the deltas count what the scheduler allocates per task (its task object,
+/// closure, queue slot, handle object) and not the caller's slot for the handle; Java
+/// pre-allocates its handle array the same way. Two Rust figures: RSS delta (after
+/// `malloc_trim`, so freed-but-cached pages do not count) and the counting allocator's net
+/// bytes (the analogue of Java's heap after GC). "Retained" is measured after every
+/// handle has been dropped (slots set to `None`, like nulling a Java array) and 0.5 s of
+/// settling, which lets runtimes that free cancelled tasks asynchronously (tokio, FJP)
+/// finish.
+pub fn cancel<S: System>(p: &Params) -> Json {
+    let n = p.cancel_n;
+    let mut rng = SplitMix64::new(SEED);
+    let delays: Vec<u64> = (0..n).map(|_| HOUR + rng.below(HOUR)).collect();
+    let order = rng.permutation(n);
+    let mut handles: Vec<Option<S::Handle>> = Vec::with_capacity(n);
+    handles.resize_with(n, || None);
+    let s = start::<S>();
+    let noop = || {};
+
+    settle();
+    start_heap_counting();
+    let rss0 = trimmed_rss_bytes();
+    let heap0 = live_heap_bytes();
+
+    let t0 = now_ns();
+    for (h, &d) in handles.iter_mut().zip(&delays) {
+        *h = Some(s.schedule(Duration::from_nanos(d), noop));
+    }
+    let t1 = now_ns();
+
+    settle();
+    let rss1 = trimmed_rss_bytes();
+    let heap1 = live_heap_bytes();
+    let pending_before = s.pending();
+
+    let mut cancelled = 0u64;
+    let mut refused = 0u64;
+    let t2 = now_ns();
+    for &i in &order {
+        match s.cancel(handles[i as usize].as_ref().unwrap()) {
+            Some(true) => cancelled += 1,
+            Some(false) => refused += 1,
+            None => {}
+        }
+    }
+    let t3 = now_ns();
+    let pending_after = s.pending();
+
+    for h in handles.iter_mut() {
+        *h = None;
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let rss2 = trimmed_rss_bytes();
+    let heap2 = live_heap_bytes();
+    stop_heap_counting();
+
+    let per = |a: u64, b: u64| (a as f64 - b as f64) / n as f64;
+    let mut json = Json::default()
+        .int("n", n as i64)
+        .num("schedule_ns_per_op", ns_per_op(t1 - t0, n))
+        .num("cancel_ns_per_op", ns_per_op(t3 - t2, n))
+        .opt_int("queue_before_cancel", pending_before.map(|v| v as i64))
+        .opt_int("queue_after_cancel", pending_after.map(|v| v as i64))
+        .num("mem_bytes_per_task", per(rss1, rss0))
+        .num("mem_retained_bytes_per_task", per(rss2, rss0))
+        .num("heap_bytes_per_task", (heap1 - heap0) as f64 / n as f64)
+        .num(
+            "heap_retained_bytes_per_task",
+            (heap2 - heap0) as f64 / n as f64,
+        );
+    if cancelled + refused > 0 {
+        json = json
+            .int("cancel_true", cancelled as i64)
+            .int("cancel_false", refused as i64);
+    }
+    s.dispose();
+    json
+}
+
+/// A short pause before a memory reading, so asynchronous work (tokio's workers polling
+/// freshly spawned tasks, say) is done; Java pays the same pause plus its GC.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+// ---------------------------------------------------------------------------------------
+// W4 timeouts
+// ---------------------------------------------------------------------------------------
+
+/// The timeout pattern: 2 producers × M iterations of "schedule a 50 ms task, cancel it at
+/// once", except every 100th, which is left to fire. Throughput over the producers' loops;
+/// then wait for the survivors and check that exactly M/50 fired in all.
+pub fn timeouts<S: System>(p: &Params) -> Json {
+    let m = p.timeouts_per_producer;
+    let expected = 2 * (m / 100);
+    let s = start::<S>();
+    let fired = leak(AtomicU64::new(0));
+    let refused = AtomicU64::new(0);
+    let gate = Barrier::new(3);
+    let mut t0 = 0;
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                gate.wait();
+                let mut local_refused = 0;
+                for i in 0..m {
+                    let h = s.schedule(Duration::from_millis(50), move || {
+                        fired.fetch_add(1, Ordering::Relaxed);
+                    });
+                    if i % 100 != 99 && s.cancel(&h) == Some(false) {
+                        local_refused += 1;
+                    }
+                }
+                refused.fetch_add(local_refused, Ordering::Relaxed);
+            });
+        }
+        gate.wait();
+        t0 = now_ns();
+        // Leaving the scope joins both producers.
+    });
+    let t1 = now_ns();
+    // Wait for the survivors (due 50 ms after their submission), then a little longer so
+    // that a cancelled task that fires anyway would be counted.
+    let limit = now_ns() + 30 * SEC;
+    while fired.load(Ordering::Relaxed) < expected && now_ns() < limit {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let got = fired.load(Ordering::Relaxed);
+    let iters = 2 * m;
+    let mut json = Json::default()
+        .int("iterations", iters as i64)
+        .num(
+            "iterations_per_s",
+            iters as f64 * SEC as f64 / (t1 - t0) as f64,
+        )
+        .int("fired", got as i64)
+        .int("expected_fired", expected as i64)
+        .bool("exact", got == expected)
+        .int("cancel_false", refused.load(Ordering::Relaxed) as i64);
+    let late_cancels = refused.load(Ordering::Relaxed);
+    if got != expected + late_cancels {
+        json = json.str("error", &format!("{got} tasks fired, expected {expected}"));
+    } else if late_cancels > 0 {
+        // cancel() said the task had already started: the producer thread was off the CPU
+        // for more than 50 ms between schedule and cancel. Consistent, but not exact.
+        json = json.str(
+            "note",
+            &format!(
+                "{got} tasks fired: {late_cancels} cancel(s) came after the task had started \
+                 (producer descheduled for over 50 ms)"
+            ),
+        );
+    }
+    s.dispose();
+    json
+}
+
+// ---------------------------------------------------------------------------------------
+// W5 periodic
+// ---------------------------------------------------------------------------------------
+
+/// 1,000 periodic tasks with a 10 ms period for T seconds, first with fixed rate, then (on
+/// a fresh pool) with fixed delay. Task i starts after i/1000 of a period, so the runs
+/// are spread over the period. Process CPU time (all threads) over the window.
+/// Fixed rate must give exactly T/10 ms runs per task, ±1 for the run racing the cancel at
+/// the end; fixed delay drifts by each run's lateness, so its counts are only reported.
+pub fn periodic<S: System>(p: &Params) -> Json {
+    let mut json = Json::default()
+        .int("tasks", p.periodic_tasks as i64)
+        .int("period_ms", 10)
+        .int("secs", p.periodic_secs as i64);
+    for (prefix, fixed_rate) in [("rate_", true), ("delay_", false)] {
+        json = periodic_one::<S>(p, json, prefix, fixed_rate);
+    }
+    json
+}
+
+fn periodic_one<S: System>(p: &Params, mut json: Json, prefix: &str, fixed_rate: bool) -> Json {
+    let n = p.periodic_tasks;
+    let period = 10 * MS;
+    let window = p.periodic_secs * SEC;
+    let s = start::<S>();
+    let counts: &'static [AtomicU64] = leak((0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
+    let mut handles = Vec::with_capacity(n);
+    let mut first_due = Vec::with_capacity(n);
+    let cpu0 = process_cpu_ns();
+    let t0 = now_ns();
+    for (i, c) in counts.iter().enumerate() {
+        let initial = period * i as u64 / n as u64;
+        let task = move || {
+            c.fetch_add(1, Ordering::Relaxed);
+        };
+        first_due.push(now_ns() + initial);
+        let (initial, period) = (Duration::from_nanos(initial), Duration::from_nanos(period));
+        handles.push(if fixed_rate {
+            s.fixed_rate(initial, period, task)
+        } else {
+            s.fixed_delay(initial, period, task)
+        });
+    }
+    let scheduled = now_ns();
+    sleep_until_ns(t0 + window);
+    let cancel_start = now_ns();
+    for h in &handles {
+        s.cancel(h);
+    }
+    let cancel_end = now_ns();
+    let cpu1 = process_cpu_ns();
+    let wall = now_ns() - t0;
+    std::thread::sleep(Duration::from_millis(50)); // let a run in progress finish
+    let runs: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    let expect = window / period;
+    let min = *runs.iter().min().unwrap();
+    let max = *runs.iter().max().unwrap();
+    let total: u64 = runs.iter().sum();
+    json = json
+        .int(&format!("{prefix}runs_min"), min as i64)
+        .int(&format!("{prefix}runs_max"), max as i64)
+        .num(&format!("{prefix}runs_mean"), total as f64 / n as f64)
+        .num(&format!("{prefix}cpu_ms"), (cpu1 - cpu0) as f64 / MS as f64)
+        .num(
+            &format!("{prefix}cpu_pct"),
+            100.0 * (cpu1 - cpu0) as f64 / wall as f64,
+        )
+        .num(
+            &format!("{prefix}schedule_ms"),
+            (scheduled - t0) as f64 / MS as f64,
+        )
+        .num(
+            &format!("{prefix}cancel_late_ms"),
+            (cancel_start as f64 - (t0 + window) as f64) / MS as f64,
+        );
+    if fixed_rate {
+        // The issue's check: every task ran window/period times, ± 1.
+        let exact = min + 1 >= expect && max <= expect + 1;
+        // The same check against the times the driver actually cancelled: a task must
+        // have run every time that fell due before the cancel loop began, less at most
+        // one (late or racing the cancel), and never more than the runs due before the
+        // loop ended. This separates a scheduler's miscount from a driver thread that
+        // woke late.
+        let due = |t: u64, first: u64| t.saturating_sub(first).div_ceil(period);
+        let off = runs
+            .iter()
+            .zip(&first_due)
+            .filter(|&(&r, &f)| r + 1 < due(cancel_start, f) || r > due(cancel_end, f))
+            .count();
+        json = json
+            .int("rate_expected_runs", expect as i64)
+            .bool("rate_exact", exact)
+            .int("rate_tasks_off", off as i64);
+        let late = (cancel_start as f64 - (t0 + window) as f64) / MS as f64;
+        if off > 0 {
+            json = json.str(
+                "error",
+                &format!(
+                    "fixed rate: {off} tasks ran a number of times inconsistent with when they \
+                     were cancelled (runs per task in [{min}, {max}], cancel began {late:.1} ms \
+                     after the window)"
+                ),
+            );
+        } else if !exact {
+            let sched_ms = (scheduled - t0) as f64 / MS as f64;
+            json = json.str(
+                "note",
+                &format!(
+                    "fixed-rate runs per task in [{min}, {max}], not {expect} ± 1, yet each \
+                     count matches when the driver scheduled the task (the loop took \
+                     {sched_ms:.1} ms) and cancelled it (began {late:.1} ms late)"
+                ),
+            );
+        }
+    }
+    s.dispose();
+    json
+}
+
+// ---------------------------------------------------------------------------------------
+// W6 wake latency
+// ---------------------------------------------------------------------------------------
+
+/// N times in sequence: schedule one task 2 ms ahead on an otherwise idle pool and wait
+/// for it. Lateness is measured inside the task, so how the driver is woken afterwards
+/// does not count.
+pub fn wake<S: System>(p: &Params) -> Json {
+    let n = p.wake_n;
+    let s = start::<S>();
+    let lat: &'static [AtomicI64] = leak((0..n).map(|_| AtomicI64::new(0)).collect::<Vec<_>>());
+    let mut json = Json::default().int("n", n as i64);
+    for (i, slot) in lat.iter().enumerate() {
+        let (tx, rx) = mpsc::sync_channel::<()>(1);
+        let deadline = now_ns() + 2 * MS;
+        drop(s.schedule(Duration::from_millis(2), move || {
+            slot.store(now_ns() as i64 - deadline as i64, Ordering::Relaxed);
+            let _ = tx.send(());
+        }));
+        if rx.recv_timeout(Duration::from_secs(10)).is_err() {
+            json = json.str("error", &format!("iteration {i}: task not run within 10 s"));
+            s.dispose();
+            return json;
+        }
+    }
+    json = lateness(json, "late_", lat);
+    s.dispose();
+    json
+}
+
+// ---------------------------------------------------------------------------------------
+// Scaling
+// ---------------------------------------------------------------------------------------
+
+/// Schedule and cancel cost against the number of pending tasks. For each size P: a fresh
+/// pool is filled with P no-op tasks due in 1–2 hours (untimed); then, in rounds, a batch
+/// of K = min(1000, P/10) more tasks (random deadlines in the same range, so they land
+/// anywhere in the queue) is scheduled (timed) and cancelled in a shuffled order (timed),
+/// until about `scaling_ops` of each have been measured (after one untimed round). The
+/// queue stays at P..P+K pending — for systems whose cancel removes the task; with
+/// `scheduled-thread-pool`, whose cancel only flags, the cancelled tasks pile up.
+pub fn scaling<S: System>(p: &Params) -> Json {
+    let mut sched = Vec::new();
+    let mut canc = Vec::new();
+    let mut left = Vec::new();
+    let mut rng = SplitMix64::new(SEED);
+    let noop = || {};
+    for &size in &p.scaling_sizes {
+        let s = start::<S>();
+        for _ in 0..size {
+            drop(s.schedule(Duration::from_nanos(HOUR + rng.below(HOUR)), noop));
+        }
+        let k = (size / 10).min(1000);
+        let rounds = p.scaling_ops.div_ceil(k);
+        let mut batch: Vec<Option<S::Handle>> = Vec::with_capacity(k);
+        batch.resize_with(k, || None);
+        let (mut sched_ns, mut cancel_ns) = (0u64, 0u64);
+        // One untimed round first: allocator and caches warm, queue storage grown.
+        for round in 0..=rounds {
+            let delays: Vec<u64> = (0..k).map(|_| HOUR + rng.below(HOUR)).collect();
+            let order = rng.permutation(k);
+            let t0 = now_ns();
+            for (h, &d) in batch.iter_mut().zip(&delays) {
+                *h = Some(s.schedule(Duration::from_nanos(d), noop));
+            }
+            let t1 = now_ns();
+            for &i in &order {
+                s.cancel(batch[i as usize].as_ref().unwrap());
+            }
+            let t2 = now_ns();
+            if round > 0 {
+                sched_ns += t1 - t0;
+                cancel_ns += t2 - t1;
+            }
+            for h in batch.iter_mut() {
+                *h = None;
+            }
+        }
+        sched.push(ns_per_op(sched_ns, rounds * k));
+        canc.push(ns_per_op(cancel_ns, rounds * k));
+        left.push(s.pending().map_or(-1, |v| v as i64));
+        s.dispose();
+    }
+    let sizes: Vec<i64> = p.scaling_sizes.iter().map(|&v| v as i64).collect();
+    Json::default()
+        .ints("sizes", &sizes)
+        .nums("schedule_ns_per_op", &sched)
+        .nums("cancel_ns_per_op", &canc)
+        .ints("pending_at_end", &left)
+}
+
+// ---------------------------------------------------------------------------------------
+// Machine floor for W6
+// ---------------------------------------------------------------------------------------
+
+/// The machine's own wake-up latency, for context: no pool, one thread parks with a 2 ms
+/// timeout (a futex wait with timeout, the primitive under the pools' timed waits) until
+/// the deadline has passed, N times; lateness measured as in W6. A pool cannot wake a
+/// worker sooner than this.
+pub fn timer_floor(p: &Params) -> Json {
+    let n = p.wake_n;
+    let lat: Vec<AtomicI64> = (0..n).map(|_| AtomicI64::new(0)).collect();
+    for slot in &lat {
+        let deadline = now_ns() + 2 * MS;
+        loop {
+            let now = now_ns();
+            if now >= deadline {
+                break;
+            }
+            std::thread::park_timeout(Duration::from_nanos(deadline - now));
+        }
+        slot.store(now_ns() as i64 - deadline as i64, Ordering::Relaxed);
+    }
+    lateness(Json::default().int("n", n as i64), "late_", &lat)
+}
