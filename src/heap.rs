@@ -30,7 +30,11 @@
 //! - H3 (free list): a slot is on the free list iff its `gen` is even and it is not retired;
 //!   occupied slots number exactly `len`.
 //!
-//! `check_invariants` asserts all three; the tests call it after every mutation.
+//! - H4 (no reuse after reset): every slot created after the slot table was dropped starts
+//!   at a generation above any generation issued before (`floor`), so a handle from before
+//!   the reset names nothing.
+//!
+//! `check_invariants` asserts H1–H3; the tests call it after every mutation.
 
 use std::fmt;
 
@@ -98,7 +102,14 @@ pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY> {
     nodes: Vec<Node<E>>,
     slots: Vec<Slot>,
     free: u32,
+    /// Even; a new slot starts at generation `floor + 1` (H4).
+    floor: u32,
+    /// The largest generation any slot has reached (H4).
+    max_gen: u32,
 }
+
+/// Below this many nodes or slots, memory is not given back (the work would not pay).
+const MIN_SHRINK: usize = 1024;
 
 impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
     pub(crate) fn new() -> Self {
@@ -111,6 +122,8 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
             nodes: Vec::new(),
             slots: Vec::new(),
             free: NIL,
+            floor: 0,
+            max_gen: 0,
         };
         // A hint: a capacity the allocator refuses is simply not reserved.
         if heap.nodes.try_reserve_exact(n).is_err() || heap.slots.try_reserve_exact(n).is_err() {
@@ -206,6 +219,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
         }
         self.nodes = kept;
         self.heapify();
+        self.give_back();
         out
     }
 
@@ -217,6 +231,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
             self.free_slot(node.slot);
             out.push(node.entry);
         }
+        self.give_back();
         out
     }
 
@@ -232,13 +247,16 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
             .ok()
             .filter(|&s| s != NIL)
             .expect("IndexedHeap holds at most u32::MAX - 1 entries");
-        self.slots.push(Slot { gen: 1, pos: 0 });
+        let gen = self.floor + 1; // H4: above every generation issued before
+        self.max_gen = self.max_gen.max(gen);
+        self.slots.push(Slot { gen, pos: 0 });
         s
     }
 
     fn free_slot(&mut self, s: u32) {
         let slot = &mut self.slots[s as usize];
         slot.gen += 1; // odd -> even: free (H3)
+        self.max_gen = self.max_gen.max(slot.gen);
         if slot.gen >= u32::MAX - 1 {
             // Retired: reusing it would let its generation wrap and match an old handle.
             return;
@@ -254,7 +272,24 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
         if pos < self.nodes.len() {
             self.restore(pos);
         }
+        self.give_back();
         node.entry
+    }
+
+    /// Returns memory after mass removal: the node array halves when a quarter full
+    /// (amortised O(1)), and once the heap is empty the slot table is dropped whole, new
+    /// slots starting above every generation issued so far (H4), so no old handle can
+    /// match one of them.
+    fn give_back(&mut self) {
+        let cap = self.nodes.capacity();
+        if cap >= MIN_SHRINK && self.nodes.len() < cap / 4 {
+            self.nodes.shrink_to(cap / 2);
+        }
+        if self.nodes.is_empty() && self.slots.len() >= MIN_SHRINK && self.max_gen < u32::MAX - 4 {
+            self.floor = self.max_gen + self.max_gen % 2; // even, >= every generation seen
+            self.slots = Vec::new();
+            self.free = NIL;
+        }
     }
 
     /// Restores H2 around `pos`, whose key may have moved either way.
@@ -509,6 +544,34 @@ mod tests {
         assert_ne!(next.slot, 0, "slot 0 is retired");
         assert_eq!(h.remove(first), None);
         h.check_invariants();
+    }
+
+    #[test]
+    fn memory_is_given_back_and_old_handles_stay_stale() {
+        let n = 4 * MIN_SHRINK;
+        let (mut h, handles) = heap_of::<4>(&(0..n as u64).collect::<Vec<_>>());
+        let full = h.nodes.capacity();
+        for &handle in &handles[..n - 10] {
+            h.remove(handle).unwrap();
+        }
+        h.check_invariants();
+        assert!(h.nodes.capacity() < full / 2, "the node array shrank");
+        for &handle in &handles[n - 10..] {
+            h.remove(handle).unwrap();
+        }
+        assert_eq!(
+            h.slots.capacity(),
+            0,
+            "the slot table is dropped once empty"
+        );
+        let fresh: Vec<Handle> = (0..n as u64).map(|k| h.push(E(k, k))).collect();
+        h.check_invariants();
+        for &old in &handles {
+            assert_eq!(h.get(old), None, "H4: an old handle names nothing");
+        }
+        assert_eq!(h.remove(handles[0]), None);
+        assert_eq!(h.len(), n);
+        assert!(fresh.iter().all(|&f| h.get(f).is_some()));
     }
 
     #[test]
