@@ -23,7 +23,10 @@
 //! On the real clock two short spins replace a sleep where a futex wake-up would cost more
 //! than the wait: the leader spins (lock released) through the last `LEADER_SPIN` before
 //! the head's deadline, and one taker of an empty queue at a time spins `IDLE_SPIN` for a
-//! new head before it parks. A spinner watches `head_changes`, bumped with every I5 signal, and
+//! new head before it parks. Spinning is capped at 5 % of the wall time per queue
+//! (`SPIN_SHARE`); past the cap, a leader whose deadline is that close sleeps at least
+//! `LEADER_SPIN` and takes what fell due meanwhile in one go, so a dense schedule costs
+//! neither a spinning core nor a futex round trip per deadline. A spinner watches `head_changes`, bumped with every I5 signal, and
 //! re-checks everything under the lock when it stops, exactly as after a wake-up. Virtual
 //! time never spins.
 //! Entries whose deadline is always 0 (the priority queue) are always due: nobody ever
@@ -63,6 +66,29 @@ const LEADER_SPIN: Duration = Duration::from_micros(50);
 /// clock): a burst of submissions then finds a taker awake instead of paying a futex wake
 /// per task.
 const IDLE_SPIN: Duration = Duration::from_micros(20);
+/// Spinning is capped per queue at `SPIN_WINDOW / SPIN_SHARE` of every `SPIN_WINDOW` of
+/// wall time (5 %): sparse timers get the precision, dense schedules (a deadline every
+/// few microseconds, where the leader would always be inside its spin window) sleep
+/// instead of burning a core.
+const SPIN_WINDOW: Duration = Duration::from_millis(10);
+const SPIN_SHARE: u32 = 20;
+
+/// The spin budget (see `SPIN_WINDOW`); guarded by the queue lock.
+struct SpinBudget {
+    window_start: Instant,
+    spent: Duration,
+}
+
+impl SpinBudget {
+    /// Whether a spin may start at `now`.
+    fn allows(&mut self, now: Instant) -> bool {
+        if now.saturating_duration_since(self.window_start) >= SPIN_WINDOW {
+            self.window_start = now;
+            self.spent = Duration::ZERO;
+        }
+        self.spent < SPIN_WINDOW / SPIN_SHARE
+    }
+}
 
 /// An entry that becomes available at a deadline.
 pub(crate) trait Timed: Ordered {
@@ -100,6 +126,7 @@ pub(crate) struct State<E, X> {
     leader: bool,
     /// A taker is spinning with the lock released (at most one idle spinner at a time).
     spinning: bool,
+    spin_budget: SpinBudget,
     /// Next FIFO sequence number.
     seq: u64,
     /// The owner's state, guarded by the same lock.
@@ -154,6 +181,10 @@ impl<E: Timed, X> BlockingQueue<E, X> {
                 heap: IndexedHeap::with_capacity(capacity),
                 leader: false,
                 spinning: false,
+                spin_budget: SpinBudget {
+                    window_start: Instant::now(),
+                    spent: Duration::ZERO,
+                },
                 seq: 0,
                 ext,
             }),
@@ -354,15 +385,25 @@ impl<E: Timed, X> Locked<'_, E, X> {
                     let fired = if real {
                         let due = queue.clock.instant_of(deadline);
                         let spin_from = due.checked_sub(LEADER_SPIN).unwrap_or(due);
-                        if Instant::now() >= spin_from {
+                        let now = Instant::now();
+                        if now < spin_from {
+                            let until = earliest(Some(spin_from), timeout);
+                            wait(&queue.leader_cv, &mut self.state, until)
+                        } else if self.state.spin_budget.allows(now) {
                             let until = earliest(Some(due), timeout).unwrap_or(due);
                             self.spin(until);
                             timeout.is_some_and(|t| Instant::now() >= t)
                         } else {
+                            // Out of spin budget: a dense schedule. Sleep at least
+                            // LEADER_SPIN (a coarse timer, as the default timer slack would
+                            // give) and take what fell due meanwhile in one go, instead of
+                            // a futex round trip per deadline.
+                            let coarse =
+                                crate::clock::timeout_at(LEADER_SPIN).map_or(due, |c| c.max(due));
                             wait(
                                 &queue.leader_cv,
                                 &mut self.state,
-                                earliest(Some(spin_from), timeout),
+                                earliest(Some(coarse), timeout),
                             )
                         }
                     } else {
@@ -371,7 +412,11 @@ impl<E: Timed, X> Locked<'_, E, X> {
                     self.state.leader = false; // I2: cleared before anything else
                     fired
                 }
-                None if real && !spun && !self.state.spinning => {
+                None if real
+                    && !spun
+                    && !self.state.spinning
+                    && self.state.spin_budget.allows(Instant::now()) =>
+                {
                     // One taker of an empty queue spins briefly for a new head before
                     // parking (a burst of submissions then finds it awake). With a head
                     // and a leader, the leader's spin covers the deadline: park at once.
@@ -402,13 +447,17 @@ impl<E: Timed, X> Locked<'_, E, X> {
     fn spin(&mut self, until: Instant) {
         let queue = self.queue;
         let seen = queue.head_changes.load(Ordering::Relaxed);
-        unlocked(&mut self.state, || {
-            while queue.head_changes.load(Ordering::Relaxed) == seen && Instant::now() < until {
-                for _ in 0..16 {
-                    std::hint::spin_loop();
-                }
+        let start = Instant::now();
+        let end = unlocked(&mut self.state, || loop {
+            let now = Instant::now();
+            if queue.head_changes.load(Ordering::Relaxed) != seen || now >= until {
+                break now;
+            }
+            for _ in 0..16 {
+                std::hint::spin_loop();
             }
         });
+        self.state.spin_budget.spent += end.saturating_duration_since(start);
     }
 }
 
