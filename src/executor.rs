@@ -360,7 +360,10 @@ impl ScheduledThreadPoolExecutor {
     {
         let id = self.shared.next_id();
         let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(id, deadline, task));
-        self.shared.submit(task.clone())?;
+        if let Err(err) = self.shared.submit(task.clone()) {
+            crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
+            return Err(err);
+        }
         Ok(ScheduledFuture::new(task, self.shared.clone()))
     }
 
@@ -420,7 +423,12 @@ impl ScheduledThreadPoolExecutor {
         };
         let typed: Arc<dyn TypedJob<()>> = task.clone();
         match ended {
-            None => self.shared.submit(typed.clone())?,
+            None => {
+                if let Err(err) = self.shared.submit(typed.clone()) {
+                    crate::task::drop_quietly((task, typed)); // contain a panicking Drop
+                    return Err(err);
+                }
+            }
             Some(outcome) => {
                 // Accepted (unless shut down) but over before its first run.
                 self.shared.refuse_if_shutdown()?;
@@ -678,9 +686,12 @@ impl Shared {
             let spawn = q.ext.reserve_for_task(self.core_pool_size()); // E1
             drop(q);
             if let Some(index) = spawn {
-                if !self.start_worker(index) && self.unqueue_if_workerless(handle).is_some() {
-                    stats::bump(&self.counters.rejected);
-                    return Err(ScheduleError::ThreadSpawn);
+                if !self.start_worker(index) {
+                    if let Some(job) = self.unqueue_if_workerless(handle) {
+                        stats::bump(&self.counters.rejected);
+                        crate::task::drop_quietly(job);
+                        return Err(ScheduleError::ThreadSpawn);
+                    }
                 }
             }
             stats::bump(&self.counters.task_count);
@@ -773,7 +784,10 @@ impl Shared {
         };
         tracing::warn!(target: "schedpool", reason = %reason, policy = ?policy, "task rejected");
         match policy {
-            RejectionPolicy::Abort => Err(reason),
+            RejectionPolicy::Abort => {
+                crate::task::drop_quietly(job); // a panicking Drop stays contained
+                Err(reason)
+            }
             RejectionPolicy::CallerRuns => {
                 let report = job.run_now(self.clock(), false);
                 if let Some(next) = report.next {
