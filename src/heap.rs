@@ -109,7 +109,7 @@ pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY> {
 }
 
 /// Below this many nodes or slots, memory is not given back (the work would not pay).
-const MIN_SHRINK: usize = 1024;
+const MIN_SHRINK: usize = 1 << 16;
 
 impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
     pub(crate) fn new() -> Self {
@@ -549,10 +549,11 @@ mod tests {
     #[test]
     fn memory_is_given_back_and_old_handles_stay_stale() {
         let n = 4 * MIN_SHRINK;
-        let (mut h, handles) = heap_of::<4>(&(0..n as u64).collect::<Vec<_>>());
+        let mut h = IndexedHeap::<E, 4>::new();
+        let handles: Vec<Handle> = (0..n as u64).map(|k| h.push(E(k, k))).collect();
         let full = h.nodes.capacity();
-        for &handle in &handles[..n - 10] {
-            h.remove(handle).unwrap();
+        for &handle in handles[..n - 10].iter().rev() {
+            h.remove(handle).unwrap(); // from the end: O(1) each
         }
         h.check_invariants();
         assert!(h.nodes.capacity() < full / 2, "the node array shrank");

@@ -23,12 +23,14 @@
 //! On the real clock two short spins replace a sleep where a futex wake-up would cost more
 //! than the wait: the leader spins (lock released) through the last `LEADER_SPIN` before
 //! the head's deadline, and one taker of an empty queue at a time spins `IDLE_SPIN` for a
-//! new head before it parks. Spinning is capped at 5 % of the wall time per queue
-//! (`SPIN_SHARE`); past the cap, a leader whose deadline is that close sleeps at least
-//! `LEADER_SPIN` and takes what fell due meanwhile in one go, so a dense schedule costs
-//! neither a spinning core nor a futex round trip per deadline. A spinner watches `head_changes`, bumped with every I5 signal, and
-//! re-checks everything under the lock when it stops, exactly as after a wake-up. Virtual
-//! time never spins.
+//! new head before it parks. A spinner watches `head_changes`, bumped with every I5
+//! signal, and re-checks everything under the lock when it stops, exactly as after a
+//! wake-up. Spinning is capped at 5 % of the wall time per queue (`SPIN_SHARE`; an idle
+//! spin that a new head ends is not charged: it replaced a futex wake-up). Past the cap, a
+//! leader whose deadline is that close sleeps at least `LEADER_SPIN` and takes what fell
+//! due meanwhile in one go, so a dense schedule costs neither a spinning core nor a futex
+//! round trip per deadline. Virtual time never spins.
+//!
 //! Entries whose deadline is always 0 (the priority queue) are always due: nobody ever
 //! becomes leader and `take` degenerates to "wait while empty".
 //!
@@ -391,7 +393,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
                             wait(&queue.leader_cv, &mut self.state, until)
                         } else if self.state.spin_budget.allows(now) {
                             let until = earliest(Some(due), timeout).unwrap_or(due);
-                            self.spin(until);
+                            self.spin(until, true);
                             timeout.is_some_and(|t| Instant::now() >= t)
                         } else {
                             // Out of spin budget: a dense schedule. Sleep at least
@@ -424,7 +426,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
                     self.state.spinning = true;
                     let until = crate::clock::timeout_at(IDLE_SPIN);
                     if let Some(until) = earliest(until, timeout) {
-                        self.spin(until);
+                        self.spin(until, false);
                     }
                     self.state.spinning = false;
                     timeout.is_some_and(|t| Instant::now() >= t)
@@ -444,20 +446,28 @@ impl<E: Timed, X> Locked<'_, E, X> {
 impl<E: Timed, X> Locked<'_, E, X> {
     /// Releases the lock and spins until `until` or the next head change, then relocks.
     /// The caller re-checks everything: a spin ends like a spurious wake-up.
-    fn spin(&mut self, until: Instant) {
+    ///
+    /// The time spun is charged to the spin budget, except an idle spin (`leading` false)
+    /// that a new head ended: that one replaced a futex wake-up, it did not waste a core.
+    fn spin(&mut self, until: Instant, leading: bool) {
         let queue = self.queue;
         let seen = queue.head_changes.load(Ordering::Relaxed);
         let start = Instant::now();
-        let end = unlocked(&mut self.state, || loop {
+        let (end, new_head) = unlocked(&mut self.state, || loop {
             let now = Instant::now();
-            if queue.head_changes.load(Ordering::Relaxed) != seen || now >= until {
-                break now;
+            if queue.head_changes.load(Ordering::Relaxed) != seen {
+                break (now, true);
+            }
+            if now >= until {
+                break (now, false);
             }
             for _ in 0..16 {
                 std::hint::spin_loop();
             }
         });
-        self.state.spin_budget.spent += end.saturating_duration_since(start);
+        if leading || !new_head {
+            self.state.spin_budget.spent += end.saturating_duration_since(start);
+        }
     }
 }
 
