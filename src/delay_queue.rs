@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::{self, AdvanceListener, Clock, ManualClock};
 use crate::heap::Handle;
-use crate::queue::{BlockingQueue, Take, TimedEntry};
+use crate::queue::{BlockingQueue, TimedEntry};
 use crate::sync::{unique_id, Arc, Weak};
 
 /// An unbounded blocking queue whose elements become available at their deadline
@@ -105,11 +105,7 @@ impl<T: Send + 'static> DelayQueue<T> {
 
     /// Removes and returns the earliest element, blocking until it is due.
     pub fn take(&self) -> T {
-        loop {
-            if let Take::Item(entry, _) = self.inner.lock().take(None, |_| false) {
-                return entry.value;
-            }
-        }
+        self.inner.take_blocking().value
     }
 
     /// The earliest element if it is due now, else `None`; never blocks.
@@ -119,11 +115,7 @@ impl<T: Send + 'static> DelayQueue<T> {
 
     /// As [`take`](Self::take), giving up after `timeout` (real time).
     pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
-        let until = clock::timeout_at(timeout);
-        match self.inner.lock().take(until, |_| false) {
-            Take::Item(entry, _) => Some(entry.value),
-            Take::TimedOut | Take::Stopped => None,
-        }
+        self.inner.take_timeout(timeout).map(|e| e.value)
     }
 
     /// The earliest element's deadline, due or not.

@@ -20,6 +20,18 @@ impl Drop for DropCount {
     }
 }
 
+/// An executor on a `ManualClock` whose only worker is played by a model thread (no
+/// thread starts), and its core.
+fn pool_with_model_worker() -> (crate::ScheduledThreadPoolExecutor, Arc<Shared>) {
+    let ex = Builder::new()
+        .core_pool_size(1)
+        .clock(ManualClock::new())
+        .build();
+    let shared = ex.shared().clone();
+    shared.pretend_worker();
+    (ex, shared)
+}
+
 /// T1–T3: a one-shot is either run or cancelled, never both; its closure is dropped exactly
 /// once; its future's outcome matches.
 #[test]
@@ -60,13 +72,7 @@ fn loom_cancel_vs_start() {
 #[test]
 fn loom_cancel_vs_periodic_requeue() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let ex = Builder::new()
-            .core_pool_size(1)
-            .clock(clock.clone())
-            .build();
-        let shared: Arc<Shared> = ex.shared().clone();
-        shared.pretend_worker(); // the model's thread below plays the only worker
+        let (ex, shared) = pool_with_model_worker();
         let drops = Arc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
         let rule = Rule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
@@ -173,13 +179,7 @@ fn loom_async_waker_vs_complete() {
 #[test]
 fn loom_shutdown_vs_schedule() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let ex = Builder::new()
-            .core_pool_size(1)
-            .clock(clock.clone())
-            .build();
-        let shared: Arc<Shared> = ex.shared().clone();
-        shared.pretend_worker();
+        let (ex, shared) = pool_with_model_worker();
         let task = Arc::new(OnceTask::new(0, 1_000_000, || ()));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
@@ -203,13 +203,7 @@ fn loom_shutdown_vs_schedule() {
 #[test]
 fn loom_shutdown_vs_periodic_requeue() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let ex = Builder::new()
-            .core_pool_size(1)
-            .clock(clock.clone())
-            .build();
-        let shared: Arc<Shared> = ex.shared().clone();
-        shared.pretend_worker();
+        let (ex, shared) = pool_with_model_worker();
         let rule = Rule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
         let limits = Limits {
             on_panic: OnPanic::Stop,
@@ -246,13 +240,7 @@ fn loom_shutdown_vs_periodic_requeue() {
 #[test]
 fn loom_cancel_vs_reschedule() {
     loom::model(|| {
-        let clock = ManualClock::new();
-        let ex = Builder::new()
-            .core_pool_size(1)
-            .clock(clock.clone())
-            .build();
-        let shared: Arc<Shared> = ex.shared().clone();
-        shared.pretend_worker();
+        let (_ex, shared) = pool_with_model_worker();
         let task = Arc::new(OnceTask::new(0, 5_000_000, || ()));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job).unwrap();

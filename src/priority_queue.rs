@@ -15,9 +15,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::clock::{self, Clock, Ticks};
+use crate::clock::{Clock, Ticks};
 use crate::heap::{Handle, Ordered};
-use crate::queue::{BlockingQueue, Take, Timed};
+use crate::queue::{BlockingQueue, Timed};
 use crate::sync::unique_id;
 
 /// A heap entry ordered by the element, then by offer order.
@@ -101,11 +101,7 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
 
     /// Removes and returns the smallest element, blocking while the queue is empty.
     pub fn take(&self) -> T {
-        loop {
-            if let Take::Item(entry, _) = self.inner.lock().take(None, |_| false) {
-                return entry.item;
-            }
-        }
+        self.inner.take_blocking().item
     }
 
     /// The smallest element, or `None` if the queue is empty; never blocks.
@@ -115,14 +111,7 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
 
     /// As [`take`](Self::take), giving up after `timeout` (real time).
     pub fn poll_timeout(&self, timeout: Duration) -> Option<T> {
-        match self
-            .inner
-            .lock()
-            .take(clock::timeout_at(timeout), |_| false)
-        {
-            Take::Item(entry, _) => Some(entry.item),
-            Take::TimedOut | Take::Stopped => None,
-        }
+        self.inner.take_timeout(timeout).map(|e| e.item)
     }
 
     /// Applies `f` to the smallest element without removing it. `f` runs under the

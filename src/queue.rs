@@ -211,6 +211,26 @@ impl<E: Timed, X> BlockingQueue<E, X> {
         }
     }
 
+    /// Takes a due entry, blocking as long as it takes (the public queues' `take`).
+    pub(crate) fn take_blocking(&self) -> E {
+        loop {
+            if let Take::Item(entry, _) = self.lock().take(None, |_| false) {
+                return entry;
+            }
+        }
+    }
+
+    /// Takes a due entry, waiting at most `timeout` of real time (`poll_timeout`).
+    pub(crate) fn take_timeout(&self, timeout: std::time::Duration) -> Option<E> {
+        match self
+            .lock()
+            .take(crate::clock::timeout_at(timeout), |_| false)
+        {
+            Take::Item(entry, _) => Some(entry),
+            Take::TimedOut | Take::Stopped => None,
+        }
+    }
+
     /// I5: a new head, or the head left: the leader must re-arm; with no leader, one
     /// follower takes the lead.
     #[inline]
