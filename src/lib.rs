@@ -44,6 +44,18 @@
 //! [`ManualClock::advance`] reaches their deadline, with no real-time waiting, so an hour
 //! of schedule runs in milliseconds.
 //!
+//! # Beyond Java
+//! [`ScheduledThreadPoolExecutor::schedule_periodic`] takes a [`Periodic`] spec: a
+//! missed-tick policy ([`MissedTicks`]), a user [`Trigger`] (or, with the cargo feature
+//! `cron`, a `CronTrigger`), a panic policy ([`OnPanic`]), `max_lateness` and `max_runs`.
+//! [`ScheduledFuture::reschedule`] moves a pending or running task in O(log n);
+//! [`ScheduledThreadPoolExecutor::wait_idle`] waits until nothing is due or running, which
+//! makes `ManualClock` tests of multi-threaded pools deterministic; [`PoolStats`] reports
+//! late and skipped runs and a lateness summary.
+//!
+//! # Cargo features
+//! - `cron`: `CronTrigger` and `CronError`, cron expressions in UTC or local time (croner).
+//!
 //! # Observability
 //! `tracing` spans and events, target `schedpool` (no subscriber is installed): a `task`
 //! span per run (trace level) with fields `id`, `kind` and `lateness_us`; `warn` on
