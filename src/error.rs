@@ -45,6 +45,19 @@ impl TaskError {
 }
 
 /// The message of a panic payload, if it is a `&str` or a `String`.
+/// A caught panic: its payload and message.
+pub(crate) type Caught = (Box<dyn Any + Send>, String);
+
+/// Runs `f` catching a panic; returns the payload and its message.
+pub(crate) fn run_caught<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let msg = panic_message(payload.as_ref())
+            .unwrap_or("<non-string payload>")
+            .to_owned();
+        (payload, msg)
+    })
+}
+
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
     payload
         .downcast_ref::<&'static str>()

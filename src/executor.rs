@@ -46,14 +46,15 @@ use std::time::{Duration, Instant};
 
 use crate::builder::{Builder, Config, RejectionPolicy};
 use crate::clock::{self, AdvanceListener, Clock, Ticks};
+use crate::error::run_caught;
 use crate::error::ScheduleError;
 use crate::error::TaskError;
 use crate::future::{PendingTask, ScheduledFuture};
-use crate::periodic::{Every, Periodic};
+use crate::periodic::{Periodic, Schedule};
 use crate::queue::{BlockingQueue, Locked, TimedEntry};
 use crate::stats::{self, Counters, Lateness, PoolStats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Weak};
-use crate::task::{run_caught, state, Job, Limits, OnceTask, PeriodicTask, Rule, TypedJob};
+use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob};
 use crate::worker;
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
@@ -390,23 +391,18 @@ impl ScheduledThreadPoolExecutor {
     where
         F: FnMut() + Send + 'static,
     {
-        let rule = match spec.every {
-            Every::FixedRate(period) => Rule::FixedRate(period, spec.missed_ticks),
-            Every::FixedDelay(delay) => Rule::FixedDelay(delay),
-            Every::Trigger(trigger) => Rule::Trigger(trigger),
-        };
-        if rule.is_zero() {
+        let Periodic {
+            schedule,
+            initial_delay,
+            limits,
+        } = spec;
+        if schedule.is_zero() {
             return Err(ScheduleError::ZeroPeriod);
         }
-        let limits = Limits {
-            on_panic: spec.on_panic,
-            max_lateness: spec.max_lateness,
-            max_runs: spec.max_runs,
-        };
         let clock = self.shared.clock();
-        let earliest = clock.deadline_after(spec.initial_delay);
-        let first = match &rule {
-            Rule::Trigger(trigger) => {
+        let earliest = clock.deadline_after(initial_delay);
+        let first = match &schedule {
+            Schedule::Trigger(trigger) => {
                 run_caught(|| trigger.0.lock().first_deadline(clock.instant_of(earliest)))
                     .map(|at| at.map(|at| clock.ticks_of(at)))
             }
@@ -414,7 +410,7 @@ impl ScheduledThreadPoolExecutor {
         };
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
         let id = self.shared.next_id();
-        let task = Arc::new(PeriodicTask::new(id, deadline, rule, limits, task));
+        let task = Arc::new(PeriodicTask::new(id, deadline, schedule, limits, task));
         let ended = match first {
             Err((payload, msg)) => Some(Err((payload, msg))),
             Ok(None) => Some(Ok(())),

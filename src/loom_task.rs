@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use crate::clock::{Clock, ManualClock};
 use crate::executor::Shared;
+use crate::periodic::{Limits, Schedule};
 use crate::sync::{thread, Arc};
-use crate::task::{state, Job, Limits, OnceTask, PeriodicTask, Rule, TypedJob};
+use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob};
 use crate::{Builder, MissedTicks, OnPanic};
 
 /// Counts drops of the closure that owns it.
@@ -75,7 +76,7 @@ fn loom_cancel_vs_periodic_requeue() {
         let (ex, shared) = pool_with_model_worker();
         let drops = Arc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
-        let rule = Rule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
+        let rule = Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
         let limits = Limits {
             on_panic: OnPanic::Stop,
             max_lateness: None,
@@ -204,7 +205,7 @@ fn loom_shutdown_vs_schedule() {
 fn loom_shutdown_vs_periodic_requeue() {
     loom::model(|| {
         let (ex, shared) = pool_with_model_worker();
-        let rule = Rule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
+        let rule = Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
         let limits = Limits {
             on_panic: OnPanic::Stop,
             max_lateness: None,

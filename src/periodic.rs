@@ -4,9 +4,11 @@
 //! # Design
 //! The Java-style `schedule_at_fixed_rate` and `schedule_with_fixed_delay` are
 //! [`Periodic`] specs with the defaults, so one code path runs every periodic task. The
-//! spec is turned into a `Rule` (fixed rate with a missed-tick policy, fixed delay, or a
-//! user trigger) plus limits (`max_lateness`, `max_runs`, `on_panic`) that the task
-//! applies after each run; see `task.rs`.
+//! spec holds a [`Schedule`] (fixed rate with a missed-tick policy, fixed delay, or a
+//! user trigger; `Once` for one-shots) plus [`Limits`] (`max_lateness`, `max_runs`,
+//! `on_panic`) that the task applies after each run (`task/periodic.rs`). `Schedule` is
+//! the crate's one description of when a task runs: the task keeps it, the worker names
+//! it in the `task` span, and [`Schedule::next`] computes the next deadline.
 //!
 //! A fixed-rate run has *missed* ticks when it starts a whole period or more after its
 //! deadline (the next tick was already due). Only then do the policies differ; a run late
@@ -16,6 +18,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::clock::{self, Clock, Ticks};
+use crate::error::{run_caught, Caught};
 use crate::sync::{Arc, Mutex};
 
 /// What a fixed-rate task does after a run that started so late that later ticks were
@@ -113,12 +117,113 @@ impl fmt::Debug for SharedTrigger {
     }
 }
 
-/// The schedule rule of a [`Periodic`].
+/// A task's schedule: the one description of "when does it run" that the spec, the
+/// task and the worker share. `Once` is a one-shot; the others are periodic rules.
 #[derive(Clone, Debug)]
-pub(crate) enum Every {
-    FixedRate(Duration),
+pub(crate) enum Schedule {
+    /// A one-shot (Java: `schedule`, `execute`, `submit`).
+    Once,
+    /// Java `scheduleAtFixedRate`: previous deadline + period, with a missed-tick policy.
+    FixedRate(Duration, MissedTicks),
+    /// Java `scheduleWithFixedDelay`: end of the previous run + delay.
     FixedDelay(Duration),
+    /// A user trigger.
     Trigger(SharedTrigger),
+}
+
+/// The times of a run, in ticks, for [`Schedule::next`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunTimes {
+    pub(crate) scheduled: Ticks,
+    pub(crate) started: Ticks,
+    pub(crate) finished: Ticks,
+    pub(crate) runs: u64,
+    pub(crate) panicked: bool,
+}
+
+impl Schedule {
+    /// The `kind` field of the `task` span.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Schedule::Once => "once",
+            Schedule::FixedRate(..) => "fixed_rate",
+            Schedule::FixedDelay(_) => "fixed_delay",
+            Schedule::Trigger(_) => "trigger",
+        }
+    }
+
+    /// Every schedule but `Once` runs more than once.
+    pub(crate) fn is_periodic(&self) -> bool {
+        !matches!(self, Schedule::Once)
+    }
+
+    /// A zero period or delay (rejected with `ScheduleError::ZeroPeriod`).
+    pub(crate) fn is_zero(&self) -> bool {
+        match self {
+            Schedule::FixedRate(d, _) | Schedule::FixedDelay(d) => d.is_zero(),
+            Schedule::Once | Schedule::Trigger(_) => false,
+        }
+    }
+
+    /// Whether `next` needs the time a run finished (else the clock is not read again).
+    pub(crate) fn needs_finish_time(&self) -> bool {
+        matches!(self, Schedule::FixedDelay(_) | Schedule::Trigger(_))
+    }
+
+    /// The next deadline after a run; `Ok(None)` when the task is over (a one-shot, or a
+    /// trigger that finishes), `Err` when the trigger panicked.
+    pub(crate) fn next(&self, t: RunTimes, clock: &Clock) -> Result<Option<Ticks>, Caught> {
+        // A fixed rule's next deadline lies strictly after `floor`; only saturation at the
+        // clock's cap can break that, and then the task is never due again (C1).
+        let after =
+            |floor: Ticks, next: Ticks| Ok(Some(if next > floor { next } else { clock::NEVER }));
+        match self {
+            Schedule::Once => Ok(None),
+            Schedule::FixedRate(period, missed) => {
+                let on_time = clock::add(t.scheduled, *period);
+                if t.started < on_time {
+                    return after(t.scheduled, on_time); // no tick missed: keep the schedule
+                }
+                match missed {
+                    MissedTicks::Burst => after(t.scheduled, on_time),
+                    MissedTicks::Delay => after(t.started, clock::add(t.started, *period)),
+                    MissedTicks::Skip => {
+                        after(t.started, next_tick_after(t.scheduled, *period, t.started))
+                    }
+                }
+            }
+            Schedule::FixedDelay(delay) => after(t.finished, clock::add(t.finished, *delay)),
+            Schedule::Trigger(trigger) => {
+                let ctx = TriggerContext {
+                    scheduled: clock.instant_of(t.scheduled),
+                    started: clock.instant_of(t.started),
+                    finished: clock.instant_of(t.finished),
+                    runs: t.runs,
+                    panicked: t.panicked,
+                };
+                let next = run_caught(|| trigger.0.lock().next_deadline(&ctx))?;
+                Ok(next.map(|at| clock.ticks_of(at)))
+            }
+        }
+    }
+}
+
+/// The first `anchor + k × period` (k ≥ 1) strictly after `after`, saturating.
+fn next_tick_after(anchor: Ticks, period: Duration, after: Ticks) -> Ticks {
+    let p = period.as_nanos().max(1);
+    let k = u128::from(after.saturating_sub(anchor)) / p + 1;
+    let next = u128::from(anchor).saturating_add(k.saturating_mul(p));
+    u64::try_from(next)
+        .unwrap_or(u64::MAX)
+        .min(clock::FAR_FUTURE)
+}
+
+/// The limits a periodic task applies after each run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    pub(crate) on_panic: OnPanic,
+    pub(crate) max_lateness: Option<Duration>,
+    pub(crate) max_runs: Option<u64>,
 }
 
 /// A specification for
@@ -149,41 +254,39 @@ pub(crate) enum Every {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Periodic {
-    pub(crate) every: Every,
+    pub(crate) schedule: Schedule,
     pub(crate) initial_delay: Duration,
-    pub(crate) missed_ticks: MissedTicks,
-    pub(crate) on_panic: OnPanic,
-    pub(crate) max_lateness: Option<Duration>,
-    pub(crate) max_runs: Option<u64>,
+    pub(crate) limits: Limits,
 }
 
 impl Periodic {
-    fn new(every: Every) -> Self {
+    fn new(schedule: Schedule) -> Self {
         Periodic {
-            every,
+            schedule,
             initial_delay: Duration::ZERO,
-            missed_ticks: MissedTicks::Burst,
-            on_panic: OnPanic::Stop,
-            max_lateness: None,
-            max_runs: None,
+            limits: Limits {
+                on_panic: OnPanic::Stop,
+                max_lateness: None,
+                max_runs: None,
+            },
         }
     }
 
     /// Runs every `period`, measured from the previous run's deadline (Java:
     /// `scheduleAtFixedRate`). A zero period is refused with `ScheduleError::ZeroPeriod`.
     pub fn at_fixed_rate(period: Duration) -> Self {
-        Self::new(Every::FixedRate(period))
+        Self::new(Schedule::FixedRate(period, MissedTicks::Burst))
     }
 
     /// Runs `delay` after the end of each run (Java: `scheduleWithFixedDelay`). A zero
     /// delay is refused with `ScheduleError::ZeroPeriod`.
     pub fn with_fixed_delay(delay: Duration) -> Self {
-        Self::new(Every::FixedDelay(delay))
+        Self::new(Schedule::FixedDelay(delay))
     }
 
     /// Runs at the deadlines `trigger` computes. Clones of the spec share the trigger.
     pub fn with_trigger<G: Trigger>(trigger: G) -> Self {
-        Self::new(Every::Trigger(SharedTrigger(Arc::new(Mutex::new(
+        Self::new(Schedule::Trigger(SharedTrigger(Arc::new(Mutex::new(
             Box::new(trigger),
         )))))
     }
@@ -197,13 +300,15 @@ impl Periodic {
     /// What a fixed-rate task does after missed ticks; ignored by the other rules.
     /// Default [`MissedTicks::Burst`] (Java).
     pub fn missed_ticks(mut self, m: MissedTicks) -> Self {
-        self.missed_ticks = m;
+        if let Schedule::FixedRate(_, missed) = &mut self.schedule {
+            *missed = m;
+        }
         self
     }
 
     /// What a panicking run does to the task. Default [`OnPanic::Stop`] (Java).
     pub fn on_panic(mut self, p: OnPanic) -> Self {
-        self.on_panic = p;
+        self.limits.on_panic = p;
         self
     }
 
@@ -211,14 +316,14 @@ impl Periodic {
     /// in `PoolStats::skipped_runs` and the next deadline follows the rule as if the
     /// skipped run had started and finished when it was skipped.
     pub fn max_lateness(mut self, d: Duration) -> Self {
-        self.max_lateness = Some(d);
+        self.limits.max_lateness = Some(d);
         self
     }
 
     /// After `n` runs the future completes with `Ok(())` (`0`: at once, without a run).
     /// Panicked runs under [`OnPanic::Continue`] count; skipped runs do not.
     pub fn max_runs(mut self, n: u64) -> Self {
-        self.max_runs = Some(n);
+        self.limits.max_runs = Some(n);
         self
     }
 }

@@ -98,7 +98,7 @@ fn run_task(
         target: "schedpool",
         "task",
         id = header.id,
-        kind = header.kind.as_str(),
+        kind = job.schedule().name(),
         lateness_us = lateness.as_micros() as u64,
     );
     let report = span.in_scope(|| job.run(now, shared.clock(), Some(&shared.counters)));

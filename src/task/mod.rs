@@ -1,0 +1,233 @@
+//! `ScheduledFutureTask`: what a task is to the queue, the workers and its futures.
+//!
+//! # Design
+//! A task is one allocation: an `Arc` holding the [`Header`] (atomic state, deadline,
+//! heap handle), the closure behind a small mutex, and the [`Completion`] its futures wait
+//! on. The queue holds it as `Arc<dyn Job>`; a [`ScheduledFuture`](crate::ScheduledFuture)
+//! holds the same allocation as `Arc<dyn TypedJob<T>>`, which knows the output type.
+//!
+//! - `state.rs`: the state machine (diagram there), one `AtomicU8`.
+//! - `completion.rs`: the outcome slot and its waiters.
+//! - `once.rs`: [`OnceTask`], a one-shot (Java: `ScheduledFutureTask` with `period == 0`).
+//! - `periodic.rs`: [`PeriodicTask`], run with `run_and_reset` semantics and re-queued by
+//!   the worker; its next deadline comes from its `Schedule` (`periodic.rs`).
+//!
+//! # Invariants
+//! - T1: at most one thread is between a successful `start` and the end of that run.
+//! - T2: exactly one transition into a terminal state succeeds; its author, and only it,
+//!   completes the [`Completion`] (so a future's outcome is written once).
+//! - T3: the closure lives in `body` while SCHEDULED. The thread that moved the task to
+//!   RUNNING takes it out for the run; a periodic run puts it back only if its
+//!   RUNNING -> SCHEDULED exchange succeeds, which it attempts while holding `body`'s lock.
+//!   A canceller takes whatever is in `body` after its own exchange. So exactly one thread
+//!   drops the closure, and a cancelled task never keeps it.
+//! - T4: `Header::handle` and `Header::rescheduled` are read and written only under the
+//!   owning queue's lock.
+//!
+//! # Ordering
+//! The state word's orderings are in `state.rs`. `deadline` is `Relaxed`: it is written by
+//! whoever owns the task's schedule at that moment (the submitter before publishing it,
+//! the running worker, `reschedule` under the queue lock) and read only for reporting.
+//! `handle` and `rescheduled` are `Relaxed`: the queue lock orders every access (T4).
+
+mod completion;
+mod once;
+mod periodic;
+pub(crate) mod state;
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::clock::{Clock, Ticks};
+use crate::error::run_caught;
+use crate::heap::Handle;
+use crate::periodic::Schedule;
+use crate::stats::Counters;
+use crate::sync::AtomicU64;
+
+pub(crate) use completion::Completion;
+pub(crate) use once::OnceTask;
+pub(crate) use periodic::PeriodicTask;
+use state::TaskState;
+
+/// The part of a task every holder can see, whatever its output type.
+pub(crate) struct Header {
+    /// See `state.rs` (T1, T2).
+    state: TaskState,
+    /// `true` for every schedule but a one-shot: a running periodic task is cancellable.
+    periodic: bool,
+    pub(crate) id: u64,
+    /// The current run's deadline, then the next one (API.md: `deadline()`). Written by
+    /// the thread that owns the task's schedule at that moment (the submitter, the running
+    /// worker, or `reschedule` under the queue lock); `Relaxed` reads only report it.
+    deadline: AtomicU64,
+    /// The task's heap handle while it is queued, `Handle::NONE` otherwise (T4). `Relaxed`:
+    /// the queue lock orders every access.
+    handle: AtomicU64,
+    /// A deadline set by `reschedule` while a periodic task was out of the queue (running),
+    /// used instead of its rule's next deadline when it is re-queued; `NO_DEADLINE` if none.
+    /// Only under the queue lock, like `handle` (T4).
+    rescheduled: AtomicU64,
+}
+
+/// "No deadline" in `Header::rescheduled`.
+const NO_DEADLINE: u64 = u64::MAX;
+
+impl Header {
+    pub(crate) fn new(periodic: bool, id: u64, deadline: Ticks) -> Self {
+        Header {
+            state: TaskState::new(),
+            periodic,
+            id,
+            deadline: AtomicU64::new(deadline),
+            handle: AtomicU64::new(Handle::NONE.to_bits()),
+            rescheduled: AtomicU64::new(NO_DEADLINE),
+        }
+    }
+
+    /// The current state (`state.rs`).
+    #[inline]
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load()
+    }
+
+    #[inline]
+    pub(crate) fn is_periodic(&self) -> bool {
+        self.periodic
+    }
+
+    #[inline]
+    pub(crate) fn deadline(&self) -> Ticks {
+        self.deadline.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn set_deadline(&self, d: Ticks) {
+        self.deadline.store(d, Ordering::Relaxed);
+    }
+
+    /// T4: call only under the queue lock.
+    #[inline]
+    pub(crate) fn handle(&self) -> Handle {
+        Handle::from_bits(self.handle.load(Ordering::Relaxed))
+    }
+
+    /// T4: call only under the queue lock.
+    #[inline]
+    pub(crate) fn set_handle(&self, h: Handle) {
+        self.handle.store(h.to_bits(), Ordering::Relaxed);
+    }
+
+    /// T4: call only under the queue lock. Records a deadline for the next re-queue.
+    #[inline]
+    pub(crate) fn set_rescheduled(&self, d: Ticks) {
+        self.rescheduled.store(d, Ordering::Relaxed);
+    }
+
+    /// T4: call only under the queue lock. Takes the deadline `set_rescheduled` left.
+    #[inline]
+    pub(crate) fn take_rescheduled(&self) -> Option<Ticks> {
+        let d = self.rescheduled.swap(NO_DEADLINE, Ordering::Relaxed);
+        (d != NO_DEADLINE).then_some(d)
+    }
+
+    /// SCHEDULED -> RUNNING (T1). `false` if the task is not SCHEDULED (cancelled).
+    #[must_use]
+    #[inline]
+    pub(crate) fn start(&self) -> bool {
+        self.state.start()
+    }
+
+    /// -> CANCELLED from SCHEDULED, or from RUNNING for a periodic task. `true` if this
+    /// call made the transition (T2: the caller must then run `Job::finish_cancelled`).
+    #[must_use]
+    pub(crate) fn cancel(&self) -> bool {
+        self.state.cancel(self.periodic)
+    }
+
+    /// `from` -> `to` (`state.rs`); `true` if this call made it.
+    #[must_use]
+    #[inline]
+    fn transition(&self, from: u8, to: u8) -> bool {
+        self.state.transition(from, to)
+    }
+}
+
+impl fmt::Debug for Header {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Header")
+            .field("id", &self.id)
+            .field("periodic", &self.periodic)
+            .field("state", &state::name(self.state()))
+            .field("deadline", &Duration::from_nanos(self.deadline()))
+            .finish()
+    }
+}
+
+/// What a worker learns from one run.
+#[derive(Debug)]
+pub(crate) struct RunReport {
+    /// The closure ran (false: the task was cancelled before it could start, or skipped).
+    pub(crate) ran: bool,
+    /// The run was skipped for `max_lateness`.
+    pub(crate) skipped: bool,
+    /// The run panicked; the message, for tracing.
+    pub(crate) panic: Option<String>,
+    /// Periodic and still SCHEDULED: re-enqueue at this deadline.
+    pub(crate) next: Option<Ticks>,
+}
+
+impl RunReport {
+    const NOT_RUN: RunReport = RunReport {
+        ran: false,
+        skipped: false,
+        panic: None,
+        next: None,
+    };
+}
+
+/// A task as the queue and the workers see it.
+pub(crate) trait Job: Send + Sync {
+    fn header(&self) -> &Header;
+
+    /// When the task runs (the `kind` of its `task` span).
+    fn schedule(&self) -> &Schedule;
+
+    /// Runs the task once on a worker (Java: `run`, or `runAndReset` for a periodic task).
+    /// `now` is the time the worker took it.
+    /// `counters`: the pool's, counted before the future completes (so a caller that saw
+    /// the outcome sees the run counted); `None` where runs are not counted.
+    fn run(&self, now: Ticks, clock: &Clock, counters: Option<&Counters>) -> RunReport;
+
+    /// Runs the task once on this thread for a `PendingTask` or `CallerRuns`: a one-shot
+    /// completes; a periodic task runs once and then, if `then_cancel`, ends cancelled.
+    /// Returns the report (`next` is set for a periodic task that may continue).
+    fn run_now(&self, clock: &Clock, then_cancel: bool) -> RunReport;
+
+    /// After `Header::cancel` returned true: drops the closure (if this thread holds the
+    /// last copy, T3) and completes the future with `Cancelled` (T2). Never under a lock.
+    fn finish_cancelled(&self);
+}
+
+/// A task whose output type is known: what a `ScheduledFuture<T>` holds.
+pub(crate) trait TypedJob<T>: Job {
+    fn completion(&self) -> &Completion<T>;
+}
+
+/// Counts a finished run (and its panic) before its outcome is published.
+fn count_run(counters: Option<&Counters>, panicked: bool) {
+    if let Some(c) = counters {
+        crate::stats::bump(&c.completed);
+        if panicked {
+            crate::stats::bump(&c.panicked);
+        }
+    }
+}
+
+/// Drops a user value, containing a panic from its `Drop` (traced, then ignored).
+pub(crate) fn drop_quietly<V>(value: V) {
+    if let Err((_, msg)) = run_caught(move || drop(value)) {
+        tracing::error!(target: "schedpool", panic = %msg, "a task's closure panicked while being dropped");
+    }
+}

@@ -1,0 +1,333 @@
+//! [`PeriodicTask`]: a task that runs again and again (Java: `ScheduledFutureTask` with
+//! `period != 0`, run with `runAndReset`). After each run it applies, in order, the panic
+//! policy, `max_runs`, then its [`Schedule`]'s next deadline; the worker re-queues it.
+//! T1–T3 are stated in `task/mod.rs`; the RUNNING -> SCHEDULED exchange and the put-back
+//! of the closure happen under `body`'s lock (T3).
+
+use super::state;
+use super::{count_run, drop_quietly, Completion, Header, Job, RunReport, TypedJob};
+use crate::clock::{self, Clock, Ticks};
+use crate::error::{run_caught, TaskError};
+use crate::periodic::{Limits, OnPanic, RunTimes, Schedule};
+use crate::stats::Counters;
+use crate::sync::Mutex;
+
+/// The closure of a periodic task and its run count, kept together in `body` (T3).
+struct Body<F> {
+    f: F,
+    runs: u64,
+}
+
+/// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
+pub(crate) struct PeriodicTask<F> {
+    header: Header,
+    schedule: Schedule,
+    limits: Limits,
+    /// The closure while SCHEDULED (T3).
+    body: Mutex<Option<Body<F>>>,
+    done: Completion<()>,
+}
+
+impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
+    pub(crate) fn new(id: u64, deadline: Ticks, schedule: Schedule, limits: Limits, f: F) -> Self {
+        debug_assert!(
+            schedule.is_periodic(),
+            "a periodic task needs a periodic schedule"
+        );
+        PeriodicTask {
+            header: Header::new(true, id, deadline),
+            schedule,
+            limits,
+            body: Mutex::new(Some(Body { f, runs: 0 })),
+            done: Completion::new(),
+        }
+    }
+
+    /// Ends a task that never ran (zero `max_runs`, a trigger with no first deadline or a
+    /// panicking one): SCHEDULED -> DONE or PANICKED.
+    pub(crate) fn finish_unrun(&self, outcome: Result<(), TaskError>) {
+        let to = if outcome.is_ok() {
+            state::DONE
+        } else {
+            state::PANICKED
+        };
+        if self.header.transition(state::SCHEDULED, to) {
+            drop_quietly(self.body.lock().take());
+            self.done.complete(outcome);
+        }
+    }
+
+    /// Ends the task from RUNNING with `outcome` (T2: only if this exchange wins; a
+    /// canceller that won first completed it) and drops the closure (T3).
+    fn finish(&self, to: u8, outcome: Result<(), TaskError>, body: Body<F>) {
+        if self.header.transition(state::RUNNING, to) {
+            self.done.complete(outcome);
+        }
+        drop_quietly(body);
+    }
+
+    /// One run after a successful `start`; `next` is `None` if the task ended.
+    fn run_started(
+        &self,
+        now: Ticks,
+        clock: &Clock,
+        then_cancel: bool,
+        counters: Option<&Counters>,
+    ) -> RunReport {
+        let Some(mut body) = self.body.lock().take() else {
+            // T3: a canceller got here between our start and this take: no run.
+            return RunReport::NOT_RUN;
+        };
+        let scheduled = self.header.deadline();
+        let mut report = RunReport::NOT_RUN;
+        let times = if !then_cancel
+            && self
+                .limits
+                .max_lateness
+                .is_some_and(|max| clock::since(now, scheduled) > max)
+        {
+            // Skipped: the rule runs as if the run had started and finished now.
+            report.skipped = true;
+            RunTimes {
+                scheduled,
+                started: now,
+                finished: now,
+                runs: body.runs,
+                panicked: false,
+            }
+        } else {
+            let outcome = run_caught(&mut body.f);
+            count_run(counters, outcome.is_err());
+            body.runs += 1;
+            report.ran = true;
+            let panicked = match outcome {
+                Ok(()) => false,
+                Err((payload, msg)) => {
+                    report.panic = Some(msg);
+                    if self.limits.on_panic == OnPanic::Stop || then_cancel {
+                        self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
+                        return report;
+                    }
+                    true // OnPanic::Continue: counted and traced by the worker
+                }
+            };
+            if then_cancel {
+                self.finish(state::CANCELLED, Err(TaskError::Cancelled), body);
+                return report;
+            }
+            if self.limits.max_runs.is_some_and(|max| body.runs >= max) {
+                self.finish(state::DONE, Ok(()), body);
+                return report;
+            }
+            let finished = if self.schedule.needs_finish_time() {
+                clock.now()
+            } else {
+                now
+            };
+            RunTimes {
+                scheduled,
+                started: now,
+                finished,
+                runs: body.runs,
+                panicked,
+            }
+        };
+        match self.schedule.next(times, clock) {
+            Err((payload, msg)) => {
+                if let Some(c) = counters {
+                    crate::stats::bump(&c.panicked); // the trigger panicked
+                }
+                report.panic = Some(msg);
+                self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
+            }
+            Ok(None) => self.finish(state::DONE, Ok(()), body),
+            Ok(Some(next)) => {
+                let mut slot = self.body.lock();
+                // T3: the exchange and the put-back happen under `body`'s lock.
+                self.header.set_deadline(next);
+                if self.header.transition(state::RUNNING, state::SCHEDULED) {
+                    *slot = Some(body);
+                    report.next = Some(next);
+                } else {
+                    drop(slot);
+                    self.header.set_deadline(scheduled);
+                    drop_quietly(body); // cancelled during the run; the canceller completed it
+                }
+            }
+        }
+        report
+    }
+}
+
+impl<F: FnMut() + Send + 'static> Job for PeriodicTask<F> {
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    fn run(&self, now: Ticks, clock: &Clock, counters: Option<&Counters>) -> RunReport {
+        if !self.header.start() {
+            return RunReport::NOT_RUN;
+        }
+        self.run_started(now, clock, false, counters)
+    }
+
+    fn run_now(&self, clock: &Clock, then_cancel: bool) -> RunReport {
+        if !self.header.start() {
+            return RunReport::NOT_RUN;
+        }
+        self.run_started(clock.now(), clock, then_cancel, None)
+    }
+
+    fn finish_cancelled(&self) {
+        let body = self.body.lock().take();
+        drop_quietly(body);
+        self.done.complete(Err(TaskError::Cancelled));
+    }
+}
+
+impl<F: FnMut() + Send + 'static> TypedJob<()> for PeriodicTask<F> {
+    fn completion(&self) -> &Completion<()> {
+        &self.done
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::MissedTicks;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc as StdArc;
+    use std::time::Duration;
+
+    const LIMITS: Limits = Limits {
+        on_panic: OnPanic::Stop,
+        max_lateness: None,
+        max_runs: None,
+    };
+
+    fn clock() -> Clock {
+        Clock::Manual(crate::ManualClock::new())
+    }
+
+    /// Counts drops of the value it is captured in.
+    struct DropCount(StdArc<AtomicUsize>);
+    impl Drop for DropCount {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn periodic_reschedules_by_its_rule() {
+        let c = clock();
+        let rate = PeriodicTask::new(
+            1,
+            100,
+            Schedule::FixedRate(Duration::from_nanos(10), MissedTicks::Burst),
+            LIMITS,
+            || {},
+        );
+        assert_eq!(
+            rate.run(150, &c, None).next,
+            Some(110),
+            "previous deadline + period"
+        );
+        assert_eq!(rate.header.state(), state::SCHEDULED);
+        assert_eq!(rate.header.deadline(), 110);
+        let delay = PeriodicTask::new(
+            2,
+            100,
+            Schedule::FixedDelay(Duration::from_nanos(10)),
+            LIMITS,
+            || {},
+        );
+        if let Clock::Manual(m) = &c {
+            m.advance(Duration::from_nanos(500));
+        }
+        assert_eq!(
+            delay.run(500, &c, None).next,
+            Some(510),
+            "end of run + delay"
+        );
+    }
+
+    #[test]
+    fn cancel_during_a_periodic_run_lets_it_finish_and_stops_it() {
+        let drops = StdArc::new(AtomicUsize::new(0));
+        let guard = DropCount(drops.clone());
+        let t = StdArc::new_cyclic(
+            |weak: &std::sync::Weak<PeriodicTask<Box<dyn FnMut() + Send>>>| {
+                let weak = weak.clone();
+                let f: Box<dyn FnMut() + Send> = Box::new(move || {
+                    let _keep = &guard;
+                    let me = weak.upgrade().unwrap();
+                    assert!(
+                        me.header.cancel(),
+                        "a running periodic task can be cancelled"
+                    );
+                    me.finish_cancelled(); // the closure is with the runner: nothing to drop yet
+                });
+                PeriodicTask::new(
+                    1,
+                    0,
+                    Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
+                    LIMITS,
+                    f,
+                )
+            },
+        );
+        let report = t.run(0, &clock(), None);
+        assert!(
+            report.ran && report.next.is_none(),
+            "no re-enqueue after cancel"
+        );
+        assert_eq!(t.header.state(), state::CANCELLED);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "T3: the runner dropped the closure"
+        );
+        assert!(t.done.take().unwrap_err().is_cancelled());
+    }
+
+    #[test]
+    fn periodic_panic_stops_the_task() {
+        let t = PeriodicTask::new(
+            1,
+            0,
+            Schedule::FixedDelay(Duration::from_millis(1)),
+            LIMITS,
+            || panic!("periodic boom"),
+        );
+        let report = t.run(0, &clock(), None);
+        assert!(report.next.is_none());
+        assert_eq!(t.header.state(), state::PANICKED);
+        assert_eq!(
+            t.done.take().unwrap_err().panic_message(),
+            Some("periodic boom")
+        );
+    }
+
+    #[test]
+    fn run_now_then_cancel_runs_a_periodic_task_once() {
+        let runs = StdArc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        let t = PeriodicTask::new(
+            1,
+            0,
+            Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
+            LIMITS,
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            },
+        );
+        let report = t.run_now(&clock(), true);
+        assert!(report.ran && report.next.is_none());
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert!(t.done.take().unwrap_err().is_cancelled());
+    }
+}
