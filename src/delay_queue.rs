@@ -13,7 +13,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::clock::{self, AdvanceListener, Clock, ManualClock};
-use crate::heap::Handle;
+use crate::queue::Handle;
 use crate::queue::{BlockingQueue, TimedEntry};
 use crate::sync::{unique_id, Arc, Weak};
 
@@ -142,7 +142,7 @@ impl<T: Send + 'static> DelayQueue<T> {
 
     /// The number of elements, due or not.
     pub fn len(&self) -> usize {
-        self.inner.lock().heap.len()
+        self.inner.lock().len()
     }
 
     /// `true` if there are no elements.

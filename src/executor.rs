@@ -54,7 +54,7 @@ use crate::periodic::{Periodic, Schedule};
 use crate::queue::{BlockingQueue, Locked, TimedEntry};
 use crate::stats::{self, Counters, Lateness, PoolStats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Weak};
-use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob};
+use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob, NO_DEADLINE};
 use crate::worker;
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
@@ -528,7 +528,7 @@ impl ScheduledThreadPoolExecutor {
 
     /// Tasks waiting in the queue, cancelled-but-not-yet-removed ones included.
     pub fn queue_len(&self) -> usize {
-        self.shared.queue.lock().heap.len()
+        self.shared.queue.lock().len()
     }
 
     /// A snapshot of the counters.
@@ -633,7 +633,7 @@ impl fmt::Debug for ScheduledThreadPoolExecutor {
             .field("run_state", &q.ext.run_state)
             .field("terminated", &q.ext.terminated)
             .field("workers", &q.ext.workers)
-            .field("queued", &q.heap.len())
+            .field("queued", &q.len())
             .finish()
     }
 }
@@ -667,18 +667,18 @@ impl Shared {
         let mut q = self.queue.lock();
         let refused = if q.ext.run_state != RunState::Running {
             ScheduleError::Shutdown
-        } else if q.heap.len() >= self.config.max_queued_tasks {
+        } else if q.len() >= self.config.max_queued_tasks {
             ScheduleError::QueueFull
         } else {
             let seq = q.next_seq();
-            let handle = q.push(TimedEntry {
-                deadline,
-                seq,
-                value: job,
-            });
-            if let Some(entry) = q.get(handle) {
-                entry.value.header().set_handle(handle); // T4: under the lock
-            }
+            let handle = q.push_tracked(
+                TimedEntry {
+                    deadline,
+                    seq,
+                    value: job,
+                },
+                |e| &e.value.header().position, // T4
+            );
             let spawn = q.ext.reserve_for_task(self.core_pool_size()); // E1
             drop(q);
             if let Some(index) = spawn {
@@ -712,7 +712,7 @@ impl Shared {
     pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
         let header = job.header();
         let mut q = self.queue.lock();
-        let handle = header.handle(); // T4
+        let handle = q.handle_at(&header.position); // T4
         match header.state() {
             state::SCHEDULED if q.contains(handle) => {
                 let seq = q.next_seq();
@@ -729,7 +729,7 @@ impl Shared {
             state::SCHEDULED | state::RUNNING
                 if header.is_periodic() && q.ext.run_state != RunState::Stop =>
             {
-                header.set_rescheduled(at); // T4: read back by `requeue` under the lock
+                q.replace(&header.rescheduled, at); // T4: read back by `requeue` under the lock
                 true
             }
             _ => false,
@@ -803,7 +803,7 @@ impl Shared {
     /// After a failed thread start: if no worker is left, takes the task `handle` names
     /// back out of the queue so it is not stranded (E1), and returns it.
     #[cold]
-    fn unqueue_if_workerless(&self, handle: crate::heap::Handle) -> Option<Arc<dyn Job>> {
+    fn unqueue_if_workerless(&self, handle: crate::queue::Handle) -> Option<Arc<dyn Job>> {
         let mut q = self.queue.lock();
         if q.ext.workers > 0 {
             return None;
@@ -859,22 +859,22 @@ impl Shared {
                 Requeued::Dropped
             };
         }
-        let next = match header.take_rescheduled() {
-            Some(at) => {
+        let next = match q.replace(&header.rescheduled, NO_DEADLINE) {
+            NO_DEADLINE => next,
+            at => {
                 header.set_deadline(at);
                 at
             }
-            None => next,
         };
         let seq = q.next_seq();
-        let handle = q.push(TimedEntry {
-            deadline: next,
-            seq,
-            value: job,
-        });
-        if let Some(entry) = q.get(handle) {
-            entry.value.header().set_handle(handle); // T4: under the lock
-        }
+        let handle = q.push_tracked(
+            TimedEntry {
+                deadline: next,
+                seq,
+                value: job,
+            },
+            |e| &e.value.header().position, // T4
+        );
         Requeued::Queued(handle)
     }
 
@@ -889,7 +889,7 @@ impl Shared {
         if self.remove_on_cancel.load(Ordering::Relaxed) {
             let removed = {
                 let mut q = self.queue.lock();
-                let removed = q.remove(header.handle());
+                let removed = q.remove_tracked(&header.position); // T4
                 wake_if_drained(&q); // E3
                 self.notify_idle(&q);
                 removed
@@ -991,7 +991,7 @@ impl Shared {
     fn check_terminated(&self, q: &mut Guard<'_>) -> bool {
         let done = !q.ext.terminated && q.ext.run_state != RunState::Running && q.ext.threads == 0;
         if done {
-            debug_assert!(q.heap.is_empty() || q.ext.run_state == RunState::Stop, "E1");
+            debug_assert!(q.is_empty() || q.ext.run_state == RunState::Stop, "E1");
             q.ext.terminated = true;
             self.termination.notify_all();
         }
@@ -1018,7 +1018,7 @@ impl Shared {
             pool_size: q.ext.workers,
             active_count: q.ext.active,
             largest_pool_size: q.ext.largest,
-            queued: q.heap.len(),
+            queued: q.len(),
             task_count: stats::read(&c.task_count),
             completed_task_count: stats::read(&c.completed),
             rejected_count: stats::read(&c.rejected),
@@ -1050,7 +1050,7 @@ impl Shared {
                 Vec::new()
             } else if q.ext.run_state == RunState::Running {
                 // Java: start threads for queued tasks, at most one per new core slot.
-                let wanted = (n - old).min(q.heap.len());
+                let wanted = (n - old).min(q.len());
                 let mut spawns = Vec::new();
                 while spawns.len() < wanted && q.ext.workers < n {
                     spawns.push(q.ext.reserve());
@@ -1136,7 +1136,7 @@ impl Shared {
         }
         let mut timed_out = false;
         loop {
-            if q.ext.is_drained_after_shutdown(q.heap.len()) {
+            if q.ext.is_drained_after_shutdown(q.len()) {
                 q.ext.workers -= 1;
                 return None;
             }
@@ -1145,8 +1145,8 @@ impl Shared {
             // rather than polling every `keep_alive`.
             let surplus =
                 self.config.allow_core_thread_timeout || q.ext.workers > self.core_pool_size();
-            let timed = surplus && (q.ext.workers > 1 || q.heap.is_empty());
-            if timed && timed_out && (q.ext.workers > 1 || q.heap.is_empty()) {
+            let timed = surplus && (q.ext.workers > 1 || q.is_empty());
+            if timed && timed_out && (q.ext.workers > 1 || q.is_empty()) {
                 q.ext.workers -= 1; // E1: another worker remains, or nothing is queued
                 return None;
             }
@@ -1157,9 +1157,9 @@ impl Shared {
                 None
             };
             let taken = q.take(timeout, |s| {
-                s.ext.is_drained_after_shutdown(s.heap.len())
+                s.ext.is_drained_after_shutdown(s.len())
                     || s.ext.epoch != epoch
-                    || (surplus && !timed && s.heap.is_empty()) // may time out now: re-decide
+                    || (surplus && !timed && s.is_empty()) // may time out now: re-decide
             });
             match taken {
                 crate::queue::Take::Item(entry, now) => {
@@ -1189,7 +1189,7 @@ impl Shared {
             q.ext.threads -= 1;
             // E1 even if a worker died abnormally: a queued task always has a worker.
             let replacement =
-                (q.ext.workers == 0 && !q.heap.is_empty() && q.ext.run_state != RunState::Stop)
+                (q.ext.workers == 0 && !q.is_empty() && q.ext.run_state != RunState::Stop)
                     .then(|| q.ext.reserve());
             (replacement, self.check_terminated(&mut q))
         };
@@ -1206,7 +1206,7 @@ impl Shared {
 /// What became of a periodic task's re-queue.
 enum Requeued {
     /// In the queue under this handle.
-    Queued(crate::heap::Handle),
+    Queued(crate::queue::Handle),
     /// Not allowed after shutdown and cancelled here: its future must be completed.
     Refused(Arc<dyn Job>),
     /// Cancelled by someone else meanwhile, who completes it.
@@ -1215,7 +1215,7 @@ enum Requeued {
 
 /// E3: after shutdown, a drained queue wakes every idle worker so it can exit.
 fn wake_if_drained(q: &Guard<'_>) {
-    if q.ext.run_state != RunState::Running && q.heap.is_empty() {
+    if q.ext.run_state != RunState::Running && q.is_empty() {
         q.wake_all();
     }
 }

@@ -74,7 +74,6 @@ mod delay_queue;
 mod error;
 mod executor;
 mod future;
-mod heap;
 mod periodic;
 mod priority_queue;
 mod queue;

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::clock::{AdvanceListener, Clock, ManualClock, Ticks};
-use crate::heap::Handle;
+use crate::queue::Handle;
 use crate::queue::{BlockingQueue, Take, TimedEntry};
 use crate::sync::{thread, Arc, Weak};
 
@@ -57,7 +57,7 @@ fn loom_take_vs_offer_of_an_earlier_head() {
         offer(&q, 10, 2);
         clock.advance(Duration::from_millis(10));
         assert_eq!(taker.join().unwrap(), 2, "the earlier head comes out first");
-        assert_eq!(q.lock().heap.len(), 1);
+        assert_eq!(q.lock().len(), 1);
     });
 }
 

@@ -105,11 +105,7 @@ fn loom_cancel_vs_periodic_requeue() {
             "a periodic task is cancellable until it ends"
         );
         worker.join().unwrap();
-        assert_eq!(
-            shared.queue.lock().heap.len(),
-            0,
-            "E2: not left in the queue"
-        );
+        assert_eq!(shared.queue.lock().len(), 0, "E2: not left in the queue");
         assert_eq!(task.header().state(), state::CANCELLED);
         assert_eq!(drops.load(Ordering::SeqCst), 1, "T3");
         assert!(task.completion().take().unwrap_err().is_cancelled());
@@ -191,7 +187,7 @@ fn loom_shutdown_vs_schedule() {
         };
         ex.shutdown();
         let accepted = submitter.join().unwrap();
-        let queued = shared.queue.lock().heap.len();
+        let queued = shared.queue.lock().len();
         assert_eq!(queued, usize::from(accepted), "accepted ⇔ queued");
         assert_eq!(task.header().state(), state::SCHEDULED);
         let stats = ex.stats();
@@ -226,11 +222,7 @@ fn loom_shutdown_vs_periodic_requeue() {
         };
         ex.shutdown();
         worker.join().unwrap();
-        assert_eq!(
-            shared.queue.lock().heap.len(),
-            0,
-            "not re-queued after shutdown"
-        );
+        assert_eq!(shared.queue.lock().len(), 0, "not re-queued after shutdown");
         assert_eq!(task.header().state(), state::CANCELLED);
         assert!(task.completion().take().unwrap_err().is_cancelled());
     });
@@ -251,7 +243,7 @@ fn loom_cancel_vs_reschedule() {
         };
         assert!(shared.cancel(&*task));
         rescheduler.join().unwrap();
-        assert_eq!(shared.queue.lock().heap.len(), 0);
+        assert_eq!(shared.queue.lock().len(), 0);
         assert_eq!(task.header().state(), state::CANCELLED);
     });
 }

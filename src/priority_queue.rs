@@ -16,8 +16,8 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::clock::{Clock, Ticks};
-use crate::heap::{Handle, Ordered};
 use crate::queue::{BlockingQueue, Timed};
+use crate::queue::{Handle, Ordered};
 use crate::sync::unique_id;
 
 /// A heap entry ordered by the element, then by offer order.
@@ -106,7 +106,7 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
 
     /// The smallest element, or `None` if the queue is empty; never blocks.
     pub fn poll(&self) -> Option<T> {
-        self.inner.lock().heap.pop().map(|e| e.item)
+        self.inner.lock().pop().map(|e| e.item)
     }
 
     /// As [`take`](Self::take), giving up after `timeout` (real time).
@@ -117,7 +117,7 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
     /// Applies `f` to the smallest element without removing it. `f` runs under the
     /// queue's lock: it must not use this queue.
     pub fn peek_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
-        self.inner.lock().heap.peek().map(|e| f(&e.item))
+        self.inner.lock().peek().map(|e| f(&e.item))
     }
 
     /// Removes the element `key` names, in O(log n). `None` if it is gone or the key
@@ -133,17 +133,17 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
     /// (Java: `drainTo`).
     pub fn drain_to(&self, out: &mut Vec<T>, max: usize) -> usize {
         let mut q = self.inner.lock();
-        let n = max.min(q.heap.len());
+        let n = max.min(q.len());
         out.reserve(n);
         for _ in 0..n {
-            out.extend(q.heap.pop().map(|e| e.item));
+            out.extend(q.pop().map(|e| e.item));
         }
         n
     }
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        self.inner.lock().heap.len()
+        self.inner.lock().len()
     }
 
     /// `true` if there are no elements.

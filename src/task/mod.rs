@@ -21,14 +21,15 @@
 //!   RUNNING -> SCHEDULED exchange succeeds, which it attempts while holding `body`'s lock.
 //!   A canceller takes whatever is in `body` after its own exchange. So exactly one thread
 //!   drops the closure, and a cancelled task never keeps it.
-//! - T4: `Header::handle` and `Header::rescheduled` are read and written only under the
-//!   owning queue's lock.
+//! - T4: `Header::position` and `Header::rescheduled` are read and written only under the
+//!   owning queue's lock; their types (`queue::Position`, `queue::LockedCell`) make that a
+//!   fact: only a `queue::Locked` guard reaches their contents (I6 in `queue/mod.rs`).
 //!
 //! # Ordering
 //! The state word's orderings are in `state.rs`. `deadline` is `Relaxed`: it is written by
 //! whoever owns the task's schedule at that moment (the submitter before publishing it,
 //! the running worker, `reschedule` under the queue lock) and read only for reporting.
-//! `handle` and `rescheduled` are `Relaxed`: the queue lock orders every access (T4).
+//! `position` and `rescheduled` are ordered by the queue lock (T4).
 
 mod completion;
 mod once;
@@ -41,8 +42,8 @@ use std::time::Duration;
 
 use crate::clock::{Clock, Ticks};
 use crate::error::run_caught;
-use crate::heap::Handle;
 use crate::periodic::Schedule;
+use crate::queue::{LockedCell, Position};
 use crate::stats::Counters;
 use crate::sync::AtomicU64;
 
@@ -62,17 +63,16 @@ pub(crate) struct Header {
     /// the thread that owns the task's schedule at that moment (the submitter, the running
     /// worker, or `reschedule` under the queue lock); `Relaxed` reads only report it.
     deadline: AtomicU64,
-    /// The task's heap handle while it is queued, `Handle::NONE` otherwise (T4). `Relaxed`:
-    /// the queue lock orders every access.
-    handle: AtomicU64,
+    /// The task's place in the queue while it is queued (T4).
+    pub(crate) position: Position,
     /// A deadline set by `reschedule` while a periodic task was out of the queue (running),
-    /// used instead of its rule's next deadline when it is re-queued; `NO_DEADLINE` if none.
-    /// Only under the queue lock, like `handle` (T4).
-    rescheduled: AtomicU64,
+    /// used instead of its rule's next deadline when it is re-queued; [`NO_DEADLINE`] if
+    /// none. Under the queue lock, like `position` (T4).
+    pub(crate) rescheduled: LockedCell,
 }
 
 /// "No deadline" in `Header::rescheduled`.
-const NO_DEADLINE: u64 = u64::MAX;
+pub(crate) const NO_DEADLINE: u64 = u64::MAX;
 
 impl Header {
     pub(crate) fn new(periodic: bool, id: u64, deadline: Ticks) -> Self {
@@ -81,8 +81,8 @@ impl Header {
             periodic,
             id,
             deadline: AtomicU64::new(deadline),
-            handle: AtomicU64::new(Handle::NONE.to_bits()),
-            rescheduled: AtomicU64::new(NO_DEADLINE),
+            position: Position::new(),
+            rescheduled: LockedCell::new(NO_DEADLINE),
         }
     }
 
@@ -105,31 +105,6 @@ impl Header {
     #[inline]
     pub(crate) fn set_deadline(&self, d: Ticks) {
         self.deadline.store(d, Ordering::Relaxed);
-    }
-
-    /// T4: call only under the queue lock.
-    #[inline]
-    pub(crate) fn handle(&self) -> Handle {
-        Handle::from_bits(self.handle.load(Ordering::Relaxed))
-    }
-
-    /// T4: call only under the queue lock.
-    #[inline]
-    pub(crate) fn set_handle(&self, h: Handle) {
-        self.handle.store(h.to_bits(), Ordering::Relaxed);
-    }
-
-    /// T4: call only under the queue lock. Records a deadline for the next re-queue.
-    #[inline]
-    pub(crate) fn set_rescheduled(&self, d: Ticks) {
-        self.rescheduled.store(d, Ordering::Relaxed);
-    }
-
-    /// T4: call only under the queue lock. Takes the deadline `set_rescheduled` left.
-    #[inline]
-    pub(crate) fn take_rescheduled(&self) -> Option<Ticks> {
-        let d = self.rescheduled.swap(NO_DEADLINE, Ordering::Relaxed);
-        (d != NO_DEADLINE).then_some(d)
     }
 
     /// SCHEDULED -> RUNNING (T1). `false` if the task is not SCHEDULED (cancelled).

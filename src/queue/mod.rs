@@ -20,16 +20,10 @@
 //!
 //! No offer ever wakes more than one thread; only shutdown and resizing wake all.
 //!
-//! On the real clock two short spins replace a sleep where a futex wake-up would cost more
-//! than the wait: the leader spins (lock released) through the last `LEADER_SPIN` before
-//! the head's deadline, and one taker of an empty queue at a time spins `IDLE_SPIN` for a
-//! new head before it parks. A spinner watches `head_changes`, bumped with every I5
-//! signal, and re-checks everything under the lock when it stops, exactly as after a
-//! wake-up. Spinning is capped at 5 % of the wall time per queue (`SPIN_SHARE`; an idle
-//! spin that a new head ends is not charged: it replaced a futex wake-up). Past the cap, a
-//! leader whose deadline is that close sleeps at least `LEADER_SPIN` and takes what fell
-//! due meanwhile in one go, so a dense schedule costs neither a spinning core nor a futex
-//! round trip per deadline. Virtual time never spins.
+//! On the real clock the waiting policy (when to sleep, when to spin, the spin budget)
+//! is `park.rs`'s; this file does what it says, with the lock released while spinning.
+//! The heap (`heap.rs`) is private to this module: owners see entries, handles and
+//! [`Position`]s, never heap indices.
 //!
 //! Entries whose deadline is always 0 (the priority queue) are always due: nobody ever
 //! becomes leader and `take` degenerates to "wait while empty".
@@ -49,46 +43,59 @@
 //! - I5: whoever makes a new head (offer, re-key) or removes the head signals the leader if
 //!   there is one, else one follower.
 //!
+//! - I6: a [`Position`] (an entry's handle, stored with the entry's owner so that
+//!   removal needs no search) and a [`LockedCell`] are read and written only through a
+//!   [`Locked`] guard of the queue they belong to (T4 in `task/mod.rs`, made a type).
+//!
 //! # Ordering
-//! Everything is under the mutex; there are no atomics in this file.
+//! The heap, the leader flag, the sequence counter and the waiting policy's state are
+//! under the mutex. Outside it: `head_changes` (`Relaxed`, a hint for spinners, see
+//! `park.rs`) and the cells of [`Position`] and [`LockedCell`] (`Relaxed` atomics so that
+//! they can live in shared task headers; the mutex orders every access, I6).
+
+mod heap;
+mod park;
 
 use std::fmt;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
-use crate::heap::{Handle, IndexedHeap, Ordered};
-use crate::sync::{unlocked, Condvar, Mutex, MutexGuard, StatCounter};
-use std::sync::atomic::Ordering;
-use std::time::Duration;
+use crate::sync::{unlocked, AtomicU64, Condvar, Mutex, MutexGuard, StatCounter};
+use heap::IndexedHeap;
+use park::{Lead, Park};
 
-/// How long before the head's deadline the leader stops sleeping and spins (real clock):
-/// a futex wake-up on a loaded machine costs tens of microseconds.
-const LEADER_SPIN: Duration = Duration::from_micros(50);
-/// How long one taker of an empty queue spins for a new head before it parks (real
-/// clock): a burst of submissions then finds a taker awake instead of paying a futex wake
-/// per task.
-const IDLE_SPIN: Duration = Duration::from_micros(20);
-/// Spinning is capped per queue at `SPIN_WINDOW / SPIN_SHARE` of every `SPIN_WINDOW` of
-/// wall time (5 %): sparse timers get the precision, dense schedules (a deadline every
-/// few microseconds, where the leader would always be inside its spin window) sleep
-/// instead of burning a core.
-const SPIN_WINDOW: Duration = Duration::from_millis(10);
-const SPIN_SHARE: u32 = 20;
+pub(crate) use heap::{Handle, Ordered};
 
-/// The spin budget (see `SPIN_WINDOW`); guarded by the queue lock.
-struct SpinBudget {
-    window_start: Instant,
-    spent: Duration,
+/// An entry's place in its queue, kept by the entry's owner (a task header) so that a
+/// removal finds the entry without a search. Only the queue reaches the handle inside,
+/// through its lock guard (I6): [`Locked::push_tracked`] writes it, the `*_tracked`
+/// methods read it. A handle left behind after the entry left the queue is stale and
+/// matches nothing (H3 in `heap.rs`).
+#[derive(Debug)]
+pub(crate) struct Position(AtomicU64);
+
+impl Position {
+    /// A position that names no entry.
+    pub(crate) fn new() -> Self {
+        Position(AtomicU64::new(Handle::NONE.to_bits()))
+    }
 }
 
-impl SpinBudget {
-    /// Whether a spin may start at `now`.
-    fn allows(&mut self, now: Instant) -> bool {
-        if now.saturating_duration_since(self.window_start) >= SPIN_WINDOW {
-            self.window_start = now;
-            self.spent = Duration::ZERO;
-        }
-        self.spent < SPIN_WINDOW / SPIN_SHARE
+impl Default for Position {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A `u64` that lives outside the queue (in a task header) but is guarded by the queue's
+/// lock: read and written only through a [`Locked`] guard (I6).
+#[derive(Debug)]
+pub(crate) struct LockedCell(AtomicU64);
+
+impl LockedCell {
+    pub(crate) fn new(value: u64) -> Self {
+        LockedCell(AtomicU64::new(value))
     }
 }
 
@@ -123,12 +130,11 @@ impl<V> Timed for TimedEntry<V> {
 /// What the lock guards.
 pub(crate) struct State<E, X> {
     /// Pending entries, first out at the root (I1).
-    pub(crate) heap: IndexedHeap<E>,
+    heap: IndexedHeap<E>,
     /// A thread is the leader (I2).
     leader: bool,
-    /// A taker is spinning with the lock released (at most one idle spinner at a time).
-    spinning: bool,
-    spin_budget: SpinBudget,
+    /// The real-clock waiting policy's state (`park.rs`).
+    park: Park,
     /// Next FIFO sequence number.
     seq: u64,
     /// The owner's state, guarded by the same lock.
@@ -148,6 +154,23 @@ impl<E: Timed, X> State<E, X> {
     #[inline]
     pub(crate) fn head_deadline(&self) -> Option<Ticks> {
         self.heap.peek().map(Timed::deadline)
+    }
+
+    /// The head, if any.
+    #[inline]
+    pub(crate) fn peek(&self) -> Option<&E> {
+        self.heap.peek()
+    }
+
+    /// Entries queued.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.heap.is_empty()
     }
 }
 
@@ -182,11 +205,7 @@ impl<E: Timed, X> BlockingQueue<E, X> {
             state: Mutex::new(State {
                 heap: IndexedHeap::with_capacity(capacity),
                 leader: false,
-                spinning: false,
-                spin_budget: SpinBudget {
-                    window_start: Instant::now(),
-                    spent: Duration::ZERO,
-                },
+                park: Park::new(),
                 seq: 0,
                 ext,
             }),
@@ -291,10 +310,41 @@ impl<E: Timed, X> Locked<'_, E, X> {
         handle
     }
 
-    /// The entry `h` names, if it is still queued.
+    /// Inserts an entry and records its handle in the [`Position`] that `position` finds
+    /// in it (I6); signals a waiter if it is the new head (I5). O(log n).
     #[inline]
-    pub(crate) fn get(&self, h: Handle) -> Option<&E> {
-        self.state.heap.get(h)
+    pub(crate) fn push_tracked(
+        &mut self,
+        entry: E,
+        position: impl FnOnce(&E) -> &Position,
+    ) -> Handle {
+        let handle = self.push(entry);
+        if let Some(entry) = self.state.heap.get(handle) {
+            // Relaxed: under the lock (I6).
+            position(entry).0.store(handle.to_bits(), Ordering::Relaxed);
+        }
+        handle
+    }
+
+    /// The handle a [`Position`] holds (I6).
+    #[inline]
+    pub(crate) fn handle_at(&self, position: &Position) -> Handle {
+        // Relaxed: under the lock (I6).
+        Handle::from_bits(position.0.load(Ordering::Relaxed))
+    }
+
+    /// Removes the entry at `position`, if it is still queued (I5 if it was the head).
+    #[inline]
+    pub(crate) fn remove_tracked(&mut self, position: &Position) -> Option<E> {
+        let h = self.handle_at(position);
+        self.remove(h)
+    }
+
+    /// Replaces the value of a [`LockedCell`] and returns the old one (I6).
+    #[inline]
+    pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {
+        // Relaxed: under the lock (I6).
+        cell.0.swap(value, Ordering::Relaxed)
     }
 
     /// Removes the entry `h` names (I5 if it was the head). O(log n).
@@ -353,6 +403,13 @@ impl<E: Timed, X> Locked<'_, E, X> {
         }
     }
 
+    /// Removes the head whether due or not, without a signal: for queues whose entries are
+    /// always due (the priority queue, where nobody leads) and for draining.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<E> {
+        self.state.heap.pop()
+    }
+
     /// Every entry due at `now`, in order.
     pub(crate) fn drain_due(&mut self, now: Ticks) -> Vec<E> {
         let mut out = Vec::new();
@@ -401,32 +458,20 @@ impl<E: Timed, X> Locked<'_, E, X> {
             }
             let timed_out = match head {
                 Some(deadline) if !self.state.leader => {
-                    // I2: lead. Sleep until the head is due (real clock) or the timeout;
-                    // within LEADER_SPIN of the deadline, spin instead of sleeping.
+                    // I2: lead. Sleep until the head is due (virtual time: until an
+                    // advance or the timeout); on the real clock `park.rs` may say spin.
                     self.state.leader = true;
                     let fired = if real {
                         let due = queue.clock.instant_of(deadline);
-                        let spin_from = due.checked_sub(LEADER_SPIN).unwrap_or(due);
-                        let now = Instant::now();
-                        if now < spin_from {
-                            let until = earliest(Some(spin_from), timeout);
-                            wait(&queue.leader_cv, &mut self.state, until)
-                        } else if self.state.spin_budget.allows(now) {
-                            let until = earliest(Some(due), timeout).unwrap_or(due);
-                            self.spin(until, true);
-                            timeout.is_some_and(|t| Instant::now() >= t)
-                        } else {
-                            // Out of spin budget: a dense schedule. Sleep at least
-                            // LEADER_SPIN (a coarse timer, as the default timer slack would
-                            // give) and take what fell due meanwhile in one go, instead of
-                            // a futex round trip per deadline.
-                            let coarse =
-                                crate::clock::timeout_at(LEADER_SPIN).map_or(due, |c| c.max(due));
-                            wait(
-                                &queue.leader_cv,
-                                &mut self.state,
-                                earliest(Some(coarse), timeout),
-                            )
+                        match self.state.park.plan_lead(due, timeout) {
+                            Lead::Sleep(until) => wait(&queue.leader_cv, &mut self.state, until),
+                            Lead::Spin(until) => {
+                                let spun = unlocked(&mut self.state, || {
+                                    park::spin(&queue.head_changes, until)
+                                });
+                                self.state.park.charge_lead(spun);
+                                timeout.is_some_and(|t| Instant::now() >= t)
+                            }
                         }
                     } else {
                         wait(&queue.leader_cv, &mut self.state, timeout)
@@ -434,23 +479,19 @@ impl<E: Timed, X> Locked<'_, E, X> {
                     self.state.leader = false; // I2: cleared before anything else
                     fired
                 }
-                None if real
-                    && !spun
-                    && !self.state.spinning
-                    && self.state.spin_budget.allows(Instant::now()) =>
-                {
+                None if real && !spun => match self.state.park.begin_idle_spin(timeout) {
                     // One taker of an empty queue spins briefly for a new head before
-                    // parking (a burst of submissions then finds it awake). With a head
-                    // and a leader, the leader's spin covers the deadline: park at once.
-                    spun = true;
-                    self.state.spinning = true;
-                    let until = crate::clock::timeout_at(IDLE_SPIN);
-                    if let Some(until) = earliest(until, timeout) {
-                        self.spin(until, false);
+                    // parking (`park.rs`). With a head and a leader, the leader's spin
+                    // covers the deadline: park at once.
+                    Some(until) => {
+                        spun = true;
+                        let result =
+                            unlocked(&mut self.state, || park::spin(&queue.head_changes, until));
+                        self.state.park.end_idle_spin(result);
+                        timeout.is_some_and(|t| Instant::now() >= t)
                     }
-                    self.state.spinning = false;
-                    timeout.is_some_and(|t| Instant::now() >= t)
-                }
+                    None => wait(&queue.followers, &mut self.state, timeout),
+                },
                 _ => wait(&queue.followers, &mut self.state, timeout),
             };
             expired = timed_out && timeout.is_some_and(|t| Instant::now() >= t);
@@ -460,42 +501,6 @@ impl<E: Timed, X> Locked<'_, E, X> {
             queue.followers.notify_one();
         }
         result
-    }
-}
-
-impl<E: Timed, X> Locked<'_, E, X> {
-    /// Releases the lock and spins until `until` or the next head change, then relocks.
-    /// The caller re-checks everything: a spin ends like a spurious wake-up.
-    ///
-    /// The time spun is charged to the spin budget, except an idle spin (`leading` false)
-    /// that a new head ended: that one replaced a futex wake-up, it did not waste a core.
-    fn spin(&mut self, until: Instant, leading: bool) {
-        let queue = self.queue;
-        let seen = queue.head_changes.load(Ordering::Relaxed);
-        let start = Instant::now();
-        let (end, new_head) = unlocked(&mut self.state, || loop {
-            let now = Instant::now();
-            if queue.head_changes.load(Ordering::Relaxed) != seen {
-                break (now, true);
-            }
-            if now >= until {
-                break (now, false);
-            }
-            for _ in 0..16 {
-                std::hint::spin_loop();
-            }
-        });
-        if leading || !new_head {
-            self.state.spin_budget.spent += end.saturating_duration_since(start);
-        }
-    }
-}
-
-/// The earlier of two optional instants.
-fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 

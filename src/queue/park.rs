@@ -1,0 +1,226 @@
+//! How a taker waits on the real clock: when to sleep, when to spin, and the spin budget
+//! (tokio keeps the same concern in `multi_thread/park.rs`). The queue (`queue/mod.rs`)
+//! owns the mutex and condition variables and asks this module what to do; virtual time
+//! never gets here (a `ManualClock` leader waits untimed for `advance`).
+//!
+//! # Design
+//! A futex wake-up on a loaded machine costs tens of microseconds, more than the wait it
+//! ends when deadlines are close. So two short spins replace a sleep:
+//!
+//! - the leader sleeps until `LEADER_SPIN` before the head's deadline and spins the rest
+//!   with the lock released ([`Park::plan_lead`] returns [`Lead::Spin`]);
+//! - one taker of an empty queue at a time spins `IDLE_SPIN` for a new head before it
+//!   parks, so a burst of submissions finds a taker awake ([`Park::begin_idle_spin`]).
+//!
+//! A spinner watches the queue's `head_changes` counter ([`spin`]) and re-checks
+//! everything under the lock when it stops, exactly as after a wake-up.
+//!
+//! Spinning is capped at `1 / SPIN_SHARE` of every `SPIN_WINDOW` of wall time per queue
+//! (5 %); an idle spin that a new head ends is not charged (it replaced a futex wake-up).
+//! Past the cap, a leader whose deadline is that close sleeps at least `LEADER_SPIN` and
+//! takes what fell due meanwhile in one go (a longer [`Lead::Sleep`]), so a dense schedule costs
+//! neither a spinning core nor a futex round trip per deadline.
+//!
+//! # Invariants
+//! - P1: at most one idle spinner per queue (`Park::spinning`).
+//! - P2: the time charged per window never exceeds the window's share by more than one
+//!   spin (a spin starts only while `spent < share`, and lasts at most `LEADER_SPIN`).
+//!
+//! # Ordering
+//! [`Park`] lives in the queue's `State`, under its lock. `head_changes` is a hint read
+//! `Relaxed` while spinning: nothing is published through it, and the spinner re-checks
+//! the heap under the lock.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::sync::StatCounter;
+
+/// How long before the head's deadline the leader stops sleeping and spins.
+const LEADER_SPIN: Duration = Duration::from_micros(50);
+/// How long one taker of an empty queue spins for a new head before it parks.
+const IDLE_SPIN: Duration = Duration::from_micros(20);
+/// The spin budget's window of wall time.
+const SPIN_WINDOW: Duration = Duration::from_millis(10);
+/// Spinning may use `1 / SPIN_SHARE` of each window (5 %).
+const SPIN_SHARE: u32 = 20;
+
+/// The waiting policy's state for one queue; guarded by the queue lock.
+#[derive(Debug)]
+pub(super) struct Park {
+    window_start: Instant,
+    spent: Duration,
+    /// An idle taker is spinning with the lock released (P1).
+    spinning: bool,
+}
+
+/// What the leader does next (real clock).
+#[derive(Debug)]
+pub(super) enum Lead {
+    /// Sleep on the leader condition until this instant.
+    Sleep(Option<Instant>),
+    /// Spin until this instant, the lock released.
+    Spin(Instant),
+}
+
+impl Park {
+    pub(super) fn new() -> Self {
+        Park {
+            window_start: Instant::now(),
+            spent: Duration::ZERO,
+            spinning: false,
+        }
+    }
+
+    /// Whether a spin may start at `now` (P2).
+    fn allows(&mut self, now: Instant) -> bool {
+        if now.saturating_duration_since(self.window_start) >= SPIN_WINDOW {
+            self.window_start = now;
+            self.spent = Duration::ZERO;
+        }
+        self.spent < SPIN_WINDOW / SPIN_SHARE
+    }
+
+    /// The leader's plan for a head due at `due`, with the caller's `timeout`.
+    pub(super) fn plan_lead(&mut self, due: Instant, timeout: Option<Instant>) -> Lead {
+        let spin_from = due.checked_sub(LEADER_SPIN).unwrap_or(due);
+        let now = Instant::now();
+        if now < spin_from {
+            Lead::Sleep(earliest(Some(spin_from), timeout))
+        } else if self.allows(now) {
+            Lead::Spin(earliest(Some(due), timeout).unwrap_or(due))
+        } else {
+            // Out of budget: a dense schedule. Sleep at least LEADER_SPIN (a coarse timer,
+            // as the default timer slack would give) and take what fell due meanwhile in
+            // one go, instead of a futex round trip per deadline.
+            let coarse = now.checked_add(LEADER_SPIN).map_or(due, |c| c.max(due));
+            Lead::Sleep(earliest(Some(coarse), timeout))
+        }
+    }
+
+    /// An idle taker (empty queue, first wait of this `take`) may spin until the returned
+    /// instant; `None` if another one spins or the budget is spent. Marks it spinning
+    /// (P1): the caller must call [`end_idle_spin`](Self::end_idle_spin).
+    pub(super) fn begin_idle_spin(&mut self, timeout: Option<Instant>) -> Option<Instant> {
+        if self.spinning || !self.allows(Instant::now()) {
+            return None;
+        }
+        let until = earliest(crate::clock::timeout_at(IDLE_SPIN), timeout)?;
+        self.spinning = true;
+        Some(until)
+    }
+
+    /// Ends an idle spin begun with [`begin_idle_spin`](Self::begin_idle_spin).
+    pub(super) fn end_idle_spin(&mut self, spun: Spun) {
+        self.spinning = false;
+        if !spun.new_head {
+            self.spent += spun.length; // a spin a new head ended replaced a wake-up: free
+        }
+    }
+
+    /// Charges a leader's spin.
+    pub(super) fn charge_lead(&mut self, spun: Spun) {
+        self.spent += spun.length;
+    }
+}
+
+/// How a spin ended.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Spun {
+    length: Duration,
+    new_head: bool,
+}
+
+/// Spins until `until` or until `head_changes` moves. Call with the queue lock released.
+pub(super) fn spin(head_changes: &StatCounter, until: Instant) -> Spun {
+    // Relaxed: a hint (module notes).
+    let seen = head_changes.load(Ordering::Relaxed);
+    let start = Instant::now();
+    loop {
+        let now = Instant::now();
+        let new_head = head_changes.load(Ordering::Relaxed) != seen;
+        if new_head || now >= until {
+            return Spun {
+                length: now.saturating_duration_since(start),
+                new_head,
+            };
+        }
+        for _ in 0..16 {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The earlier of two optional instants.
+pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_far_deadline_sleeps_until_the_spin_window() {
+        let mut p = Park::new();
+        let due = Instant::now() + Duration::from_secs(1);
+        match p.plan_lead(due, None) {
+            Lead::Sleep(Some(until)) => assert_eq!(until, due - LEADER_SPIN),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_near_deadline_spins_until_the_budget_is_spent() {
+        let mut p = Park::new();
+        let due = Instant::now() + Duration::from_micros(10);
+        assert!(matches!(p.plan_lead(due, None), Lead::Spin(u) if u == due));
+        p.charge_lead(Spun {
+            length: SPIN_WINDOW,
+            new_head: false,
+        });
+        assert!(
+            matches!(p.plan_lead(due, None), Lead::Sleep(Some(u)) if u >= due),
+            "past the budget the leader sleeps, never waking before the deadline"
+        );
+    }
+
+    #[test]
+    fn one_idle_spinner_at_a_time_and_a_new_head_is_not_charged() {
+        let mut p = Park::new();
+        assert!(p.begin_idle_spin(None).is_some());
+        assert!(p.begin_idle_spin(None).is_none(), "P1");
+        p.end_idle_spin(Spun {
+            length: SPIN_WINDOW,
+            new_head: true,
+        });
+        assert!(p.begin_idle_spin(None).is_some(), "not charged");
+        p.end_idle_spin(Spun {
+            length: SPIN_WINDOW,
+            new_head: false,
+        });
+        assert!(p.begin_idle_spin(None).is_none(), "charged: budget spent");
+    }
+
+    #[test]
+    fn spin_stops_at_a_head_change() {
+        let c = StatCounter::new(0);
+        let far = Instant::now() + Duration::from_secs(60);
+        let done = std::thread::scope(|s| {
+            let h = s.spawn(|| spin(&c, far));
+            // Keep changing the head until the spinner notices (it may start late).
+            while !h.is_finished() {
+                c.fetch_add(1, Ordering::Relaxed);
+                std::thread::yield_now();
+            }
+            h.join().unwrap()
+        });
+        assert!(
+            done.new_head,
+            "stopped by the head change, not by the 60 s limit"
+        );
+    }
+}
