@@ -4,7 +4,6 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::clock::ManualClock;
-use crate::executor::ScheduledThreadPoolExecutor;
 use crate::sync::Arc;
 
 /// A thread hook (`on_thread_start` / `on_thread_stop`).
@@ -49,7 +48,7 @@ pub(crate) struct Config {
     pub(crate) late_threshold: Duration,
 }
 
-/// Configures and builds a [`ScheduledThreadPoolExecutor`].
+/// Configures and builds a [`ScheduledThreadPoolExecutor`](crate::ScheduledThreadPoolExecutor).
 ///
 /// Defaults: `core_pool_size` = the number of CPUs, threads named `schedpool-worker-{i}`,
 /// the platform's stack size, no hooks, `keep_alive` 10 ms (for threads above the core
@@ -188,9 +187,10 @@ impl Builder {
         self
     }
 
-    /// Builds the executor. No thread starts until a task needs one.
-    pub fn build(self) -> ScheduledThreadPoolExecutor {
-        ScheduledThreadPoolExecutor::from_config(self.config)
+    /// The finished configuration (`build` is in `executor.rs`, so this file does not
+    /// depend on the executor).
+    pub(crate) fn into_config(self) -> Config {
+        self.config
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock;
 use crate::error::TaskError;
-use crate::executor::Shared;
+use crate::pool::Shared;
 use crate::sync::Arc;
 use crate::task::{state, Job, TypedJob};
 

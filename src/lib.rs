@@ -75,12 +75,12 @@ mod error;
 mod executor;
 mod future;
 mod periodic;
+mod pool;
 mod priority_queue;
 mod queue;
 mod stats;
 mod sync;
 mod task;
-mod worker;
 
 #[cfg(all(test, loom))]
 mod loom_queue;

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::clock::{Clock, ManualClock};
-use crate::executor::Shared;
 use crate::periodic::{Limits, Schedule};
+use crate::pool::Shared;
 use crate::sync::{thread, Arc};
 use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob};
 use crate::{Builder, MissedTicks, OnPanic};

@@ -1,0 +1,663 @@
+//! `Shared`: the core behind every handle, future and worker. Submission, cancel and
+//! reschedule, the run-after-shutdown policies and the shutdown sequence; the worker
+//! lifecycle is in `worker.rs`, the control state in `control.rs`. Invariants E1–E5 are
+//! stated in `pool/mod.rs`.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::control::{Control, RunState};
+use super::Policy;
+use crate::builder::{Config, RejectionPolicy};
+use crate::clock::{AdvanceListener, Clock, Ticks};
+use crate::error::{run_caught, ScheduleError, TaskError};
+use crate::periodic::{Periodic, Schedule};
+use crate::queue::{BlockingQueue, Locked, TimedEntry};
+use crate::stats::{self, Counters, Lateness, PoolStats};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Weak};
+use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob, NO_DEADLINE};
+
+/// A queued task: deadline and sequence inline, the task behind a pointer.
+pub(crate) type Entry = TimedEntry<Arc<dyn Job>>;
+/// Java: `DelayedWorkQueue`.
+pub(crate) type Queue = BlockingQueue<Entry, Control>;
+/// The queue with its lock held.
+pub(crate) type Guard<'a> = Locked<'a, Entry, Control>;
+
+/// The core behind every handle, future and worker.
+pub(crate) struct Shared {
+    pub(crate) queue: Queue,
+    pub(crate) config: Config,
+    pub(super) core_pool_size: AtomicUsize,
+    continue_periodic: AtomicBool,
+    execute_delayed: AtomicBool,
+    remove_on_cancel: AtomicBool,
+    is_shutdown: AtomicBool,
+    /// Live `ScheduledThreadPoolExecutor` handles; the last one to drop shuts down.
+    handles: AtomicUsize,
+    next_id: AtomicU64,
+    pub(crate) counters: Counters,
+    pub(crate) lateness: Lateness,
+    /// Signalled (under the queue lock) when `terminated` is latched.
+    pub(super) termination: Condvar,
+    /// Signalled (under the queue lock) when the pool may have become idle (`wait_idle`).
+    pub(super) idle: Condvar,
+}
+
+impl AdvanceListener for Shared {
+    fn on_advance(&self) {
+        self.queue.on_advance();
+    }
+}
+
+impl Shared {
+    /// The core of a new executor, registered with its clock.
+    pub(crate) fn new(config: Config) -> Arc<Shared> {
+        let clock = config.clock.clone().map_or_else(Clock::real, Clock::Manual);
+        let shared = Arc::new(Shared {
+            queue: BlockingQueue::new(
+                clock.clone(),
+                0,
+                Control {
+                    run_state: RunState::Running,
+                    terminated: false,
+                    workers: 0,
+                    threads: 0,
+                    largest: 0,
+                    next_index: 0,
+                    active: 0,
+                    epoch: 0,
+                    idle_waiters: 0,
+                },
+            ),
+            core_pool_size: AtomicUsize::new(config.core_pool_size),
+            continue_periodic: AtomicBool::new(
+                config.continue_existing_periodic_tasks_after_shutdown,
+            ),
+            execute_delayed: AtomicBool::new(config.execute_existing_delayed_tasks_after_shutdown),
+            remove_on_cancel: AtomicBool::new(config.remove_on_cancel),
+            is_shutdown: AtomicBool::new(false),
+            handles: AtomicUsize::new(1),
+            next_id: AtomicU64::new(0),
+            counters: Counters::new(),
+            lateness: Lateness::new(),
+            termination: Condvar::new(),
+            idle: Condvar::new(),
+            config,
+        });
+        let listener: Weak<dyn AdvanceListener> =
+            Arc::downgrade(&shared) as Weak<dyn AdvanceListener>;
+        clock.register(listener);
+        shared
+    }
+
+    /// Builds and submits a one-shot task.
+    pub(crate) fn schedule_once<F, T>(
+        self: &Arc<Self>,
+        deadline: Ticks,
+        task: F,
+    ) -> Result<Arc<dyn TypedJob<T>>, ScheduleError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let id = self.next_id();
+        let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(id, deadline, task));
+        if let Err(err) = self.submit(task.clone()) {
+            crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
+            return Err(err);
+        }
+        Ok(task)
+    }
+
+    /// Submits a one-shot without a future (`execute`).
+    pub(crate) fn execute<F>(self: &Arc<Self>, task: F) -> Result<(), ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let deadline = self.clock().now();
+        let id = self.next_id();
+        self.submit(Arc::new(OnceTask::new(id, deadline, task)))
+    }
+
+    /// Builds and submits a periodic task (see
+    /// `ScheduledThreadPoolExecutor::schedule_periodic`).
+    pub(crate) fn schedule_periodic<F>(
+        self: &Arc<Self>,
+        spec: Periodic,
+        task: F,
+    ) -> Result<Arc<dyn TypedJob<()>>, ScheduleError>
+    where
+        F: FnMut() + Send + 'static,
+    {
+        let Periodic {
+            schedule,
+            initial_delay,
+            limits,
+        } = spec;
+        if schedule.is_zero() {
+            return Err(ScheduleError::ZeroPeriod);
+        }
+        let clock = self.clock();
+        let earliest = clock.deadline_after(initial_delay);
+        let first = match &schedule {
+            Schedule::Trigger(trigger) => {
+                run_caught(|| trigger.0.lock().first_deadline(clock.instant_of(earliest)))
+                    .map(|at| at.map(|at| clock.ticks_of(at)))
+            }
+            _ => Ok(Some(earliest)),
+        };
+        let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
+        let id = self.next_id();
+        let task = Arc::new(PeriodicTask::new(id, deadline, schedule, limits, task));
+        let ended = match first {
+            Err((payload, msg)) => Some(Err((payload, msg))),
+            Ok(None) => Some(Ok(())),
+            Ok(Some(_)) if limits.max_runs == Some(0) => Some(Ok(())),
+            Ok(Some(_)) => None,
+        };
+        let typed: Arc<dyn TypedJob<()>> = task.clone();
+        match ended {
+            None => {
+                if let Err(err) = self.submit(typed.clone()) {
+                    crate::task::drop_quietly((task, typed)); // contain a panicking Drop
+                    return Err(err);
+                }
+            }
+            Some(outcome) => {
+                // Accepted (unless shut down) but over before its first run.
+                self.refuse_if_shutdown()?;
+                stats::bump(&self.counters.task_count);
+                let outcome = outcome.map_err(|(payload, msg)| {
+                    stats::bump(&self.counters.panicked);
+                    tracing::error!(target: "schedpool", id, panic = %msg, "trigger panicked in first_deadline");
+                    TaskError::Panicked(payload)
+                });
+                task.finish_unrun(outcome);
+            }
+        }
+        Ok(typed)
+    }
+
+    /// A handle was cloned. Relaxed: a new handle is made from a live one, which keeps the
+    /// count above zero.
+    pub(crate) fn handle_cloned(&self) {
+        self.handles.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A handle was dropped; `true` if it was the last. AcqRel: the last handle's shutdown
+    /// happens after every other handle's use.
+    pub(crate) fn handle_dropped(&self) -> bool {
+        self.handles.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+
+    /// `is_shutdown()`: a `Relaxed` mirror of the run state (decisions re-read it under
+    /// the lock).
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.is_shutdown.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn is_terminating(&self) -> bool {
+        let q = self.queue.lock();
+        q.ext.run_state != RunState::Running && !q.ext.terminated
+    }
+
+    pub(crate) fn is_terminated(&self) -> bool {
+        self.queue.lock().ext.terminated
+    }
+
+    pub(crate) fn queue_len(&self) -> usize {
+        self.queue.lock().len()
+    }
+
+    /// A policy flag's value. Relaxed: a setting (E4).
+    pub(crate) fn policy(&self, policy: Policy) -> bool {
+        self.flag(policy).load(Ordering::Relaxed)
+    }
+
+    fn flag(&self, policy: Policy) -> &AtomicBool {
+        match policy {
+            Policy::ContinuePeriodic => &self.continue_periodic,
+            Policy::ExecuteDelayed => &self.execute_delayed,
+            Policy::RemoveOnCancel => &self.remove_on_cancel,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn clock(&self) -> &Clock {
+        self.queue.clock()
+    }
+
+    #[inline]
+    pub(super) fn next_id(&self) -> u64 {
+        // Relaxed: a unique number; nothing is published through it.
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn core_pool_size(&self) -> usize {
+        self.core_pool_size.load(Ordering::Relaxed)
+    }
+
+    /// Queues a new task, or applies the rejection policy.
+    pub(crate) fn submit(self: &Arc<Self>, job: Arc<dyn Job>) -> Result<(), ScheduleError> {
+        let deadline = job.header().deadline();
+        let mut q = self.queue.lock();
+        let refused = if q.ext.run_state != RunState::Running {
+            ScheduleError::Shutdown
+        } else if q.len() >= self.config.max_queued_tasks {
+            ScheduleError::QueueFull
+        } else {
+            let seq = q.next_seq();
+            let handle = q.push_tracked(
+                TimedEntry {
+                    deadline,
+                    seq,
+                    value: job,
+                },
+                |e| &e.value.header().position, // T4
+            );
+            let spawn = q.ext.reserve_for_task(self.core_pool_size()); // E1
+            drop(q);
+            if let Some(index) = spawn {
+                if !self.start_worker(index) {
+                    if let Some(job) = self.unqueue_if_workerless(handle) {
+                        stats::bump(&self.counters.rejected);
+                        crate::task::drop_quietly(job);
+                        return Err(ScheduleError::ThreadSpawn);
+                    }
+                }
+            }
+            stats::bump(&self.counters.task_count);
+            return Ok(());
+        };
+        drop(q);
+        self.refuse(job, refused)
+    }
+
+    /// `Err(Shutdown)`, counted and traced, if the executor is shut down (for submissions
+    /// that end before they are queued).
+    pub(super) fn refuse_if_shutdown(&self) -> Result<(), ScheduleError> {
+        if self.is_shutdown.load(Ordering::Relaxed) {
+            stats::bump(&self.counters.rejected);
+            tracing::warn!(target: "schedpool", reason = %ScheduleError::Shutdown, "task rejected");
+            return Err(ScheduleError::Shutdown);
+        }
+        Ok(())
+    }
+
+    /// Moves the next run of a task to `at`; see `ScheduledFuture::reschedule`. O(log n).
+    pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
+        let header = job.header();
+        let mut q = self.queue.lock();
+        let handle = q.handle_at(&header.position); // T4
+        match header.state() {
+            state::SCHEDULED if q.contains(handle) => {
+                let seq = q.next_seq();
+                q.update(handle, |e| {
+                    e.deadline = at;
+                    e.seq = seq; // FIFO among equal deadlines by the time of the reschedule
+                });
+                header.set_deadline(at);
+                self.notify_idle(&q); // a due head may have moved away
+                true
+            }
+            // Out of the queue for a run (or just popped for one): the next run moves.
+            // After shutdown_now nothing is re-queued (and handed-out tasks stay put).
+            state::SCHEDULED | state::RUNNING
+                if header.is_periodic() && q.ext.run_state != RunState::Stop =>
+            {
+                q.replace(&header.rescheduled, at); // T4: read back by `requeue` under the lock
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Wakes `wait_idle` callers after anything that may have made the pool idle: a worker
+    /// finishing, a due task leaving the queue.
+    #[inline]
+    pub(super) fn notify_idle(&self, q: &Guard<'_>) {
+        if q.ext.idle_waiters > 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// The rejection policy, applied outside the lock.
+    #[cold]
+    fn refuse(
+        self: &Arc<Self>,
+        job: Arc<dyn Job>,
+        reason: ScheduleError,
+    ) -> Result<(), ScheduleError> {
+        stats::bump(&self.counters.rejected);
+        let policy = match reason {
+            ScheduleError::QueueFull => self.config.rejection_policy,
+            _ => RejectionPolicy::Abort,
+        };
+        tracing::warn!(target: "schedpool", reason = %reason, policy = ?policy, "task rejected");
+        match policy {
+            RejectionPolicy::Abort => {
+                crate::task::drop_quietly(job); // a panicking Drop stays contained
+                Err(reason)
+            }
+            RejectionPolicy::CallerRuns => {
+                let report = job.run_now(self.clock(), false);
+                if let Some(next) = report.next {
+                    self.requeue(job, next);
+                }
+                Ok(())
+            }
+            RejectionPolicy::Discard => {
+                if job.header().cancel() {
+                    job.finish_cancelled();
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// After a failed thread start: if no worker is left, takes the task `handle` names
+    /// back out of the queue so it is not stranded (E1), and returns it.
+    #[cold]
+    pub(super) fn unqueue_if_workerless(
+        &self,
+        handle: crate::queue::Handle,
+    ) -> Option<Arc<dyn Job>> {
+        let mut q = self.queue.lock();
+        if q.ext.workers > 0 {
+            return None;
+        }
+        let removed = q.remove(handle);
+        self.notify_idle(&q);
+        removed.map(|e| e.value)
+    }
+
+    /// Re-queues a periodic task after a run, if the run state allows (E2). For runs on
+    /// the caller's thread (`CallerRuns`); workers re-queue inside `next_task`.
+    pub(crate) fn requeue(self: &Arc<Self>, job: Arc<dyn Job>, next: Ticks) {
+        let mut q = self.queue.lock();
+        let outcome = self.requeue_locked(&mut q, job, next);
+        let spawn = match outcome {
+            Requeued::Queued(handle) => q
+                .ext
+                .reserve_for_task(self.core_pool_size())
+                .map(|i| (i, handle)),
+            _ => None,
+        };
+        drop(q);
+        if let Requeued::Refused(job) = outcome {
+            job.finish_cancelled();
+        }
+        if let Some((index, handle)) = spawn {
+            if !self.start_worker(index) {
+                if let Some(job) = self.unqueue_if_workerless(handle) {
+                    if job.header().cancel() {
+                        job.finish_cancelled();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The decision and the push of a re-queue, under the lock (E2). A refused task has
+    /// been cancelled here and must be finished by the caller after unlocking (T2, I4).
+    pub(super) fn requeue_locked(
+        &self,
+        q: &mut Guard<'_>,
+        job: Arc<dyn Job>,
+        next: Ticks,
+    ) -> Requeued {
+        let header = job.header();
+        if header.state() != state::SCHEDULED {
+            return Requeued::Dropped; // cancelled since its run ended; the canceller completes it
+        }
+        let allowed = match q.ext.run_state {
+            RunState::Running => true,
+            RunState::Shutdown => self.continue_periodic.load(Ordering::Relaxed),
+            RunState::Stop => false,
+        };
+        if !allowed {
+            return if header.cancel() {
+                Requeued::Refused(job)
+            } else {
+                Requeued::Dropped
+            };
+        }
+        let next = match q.replace(&header.rescheduled, NO_DEADLINE) {
+            NO_DEADLINE => next,
+            at => {
+                header.set_deadline(at);
+                at
+            }
+        };
+        let seq = q.next_seq();
+        let handle = q.push_tracked(
+            TimedEntry {
+                deadline: next,
+                seq,
+                value: job,
+            },
+            |e| &e.value.header().position, // T4
+        );
+        Requeued::Queued(handle)
+    }
+
+    /// Cancels a task; with `remove_on_cancel`, removes it from the queue first. Returns
+    /// true if this call cancelled it.
+    pub(crate) fn cancel(&self, job: &dyn Job) -> bool {
+        let header = job.header();
+        if !header.cancel() {
+            return false;
+        }
+        // Relaxed: a setting; the removal itself is ordered by the queue lock (T4).
+        if self.remove_on_cancel.load(Ordering::Relaxed) {
+            let removed = {
+                let mut q = self.queue.lock();
+                let removed = q.remove_tracked(&header.position); // T4
+                wake_if_drained(&q); // E3
+                self.notify_idle(&q);
+                removed
+            };
+            drop(removed); // I4: outside the lock
+        }
+        job.finish_cancelled();
+        true
+    }
+
+    /// Java `shutdown`: no new tasks; queued ones follow the run-after-shutdown policies.
+    pub(crate) fn shutdown(&self) {
+        let (first, removed, terminated) = {
+            let mut q = self.queue.lock();
+            let first = q.ext.run_state == RunState::Running;
+            if first {
+                q.ext.run_state = RunState::Shutdown;
+                self.is_shutdown.store(true, Ordering::Relaxed);
+            }
+            let removed = self.apply_shutdown_policies(&mut q);
+            q.wake_all(); // E3: idle workers re-check; they exit if drained
+            (first, removed, self.check_terminated(&mut q))
+        };
+        if first {
+            tracing::info!(target: "schedpool", "executor shut down");
+        }
+        finish_removed(removed);
+        if terminated {
+            tracing::info!(target: "schedpool", "executor terminated");
+        }
+    }
+
+    /// Removes the queued tasks the run-after-shutdown policies no longer allow (and
+    /// cancelled ones); cancels them under the lock, so `is_cancelled` is true by the time
+    /// the lock is released. Does nothing before shutdown.
+    pub(super) fn apply_shutdown_policies(&self, q: &mut Guard<'_>) -> Vec<(Entry, bool)> {
+        if q.ext.run_state == RunState::Running {
+            return Vec::new();
+        }
+        let keep_periodic = self.continue_periodic.load(Ordering::Relaxed);
+        let keep_delayed = self.execute_delayed.load(Ordering::Relaxed);
+        let now = self.clock().now();
+        let removed = q.extract_if(|e| {
+            let h = e.value.header();
+            h.state() == state::CANCELLED
+                || if h.is_periodic() {
+                    !keep_periodic
+                } else {
+                    !keep_delayed && e.deadline > now
+                }
+        });
+        wake_if_drained(q);
+        self.notify_idle(q);
+        removed
+            .into_iter()
+            .map(|e| {
+                let won = e.value.header().cancel();
+                (e, won)
+            })
+            .collect()
+    }
+
+    /// Stops the pool and hands back the queued tasks not yet cancelled, in deadline order.
+    pub(crate) fn shutdown_now(&self) -> Vec<Arc<dyn Job>> {
+        let (first, entries, terminated) = {
+            let mut q = self.queue.lock();
+            let first = q.ext.run_state == RunState::Running;
+            q.ext.run_state = RunState::Stop;
+            self.is_shutdown.store(true, Ordering::Relaxed);
+            let entries = q.drain_due(Ticks::MAX);
+            q.wake_all();
+            self.notify_idle(&q);
+            (first, entries, self.check_terminated(&mut q))
+        };
+        if first {
+            tracing::info!(target: "schedpool", "executor shut down (shutdown_now)");
+        }
+        if terminated {
+            tracing::info!(target: "schedpool", "executor terminated");
+        }
+        entries
+            .into_iter()
+            .map(|e| e.value)
+            .filter(|job| job.header().state() == state::SCHEDULED)
+            .collect()
+    }
+
+    pub(crate) fn await_termination(&self, until: Option<Instant>) -> bool {
+        let mut q = self.queue.lock();
+        while !q.ext.terminated {
+            if q.wait_on(&self.termination, until) && !q.ext.terminated {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Latches `terminated` if shutdown and every thread is gone (E5); `true` if this call
+    /// latched it.
+    pub(super) fn check_terminated(&self, q: &mut Guard<'_>) -> bool {
+        let done = !q.ext.terminated && q.ext.run_state != RunState::Running && q.ext.threads == 0;
+        if done {
+            debug_assert!(q.is_empty() || q.ext.run_state == RunState::Stop, "E1");
+            q.ext.terminated = true;
+            self.termination.notify_all();
+        }
+        done
+    }
+
+    pub(crate) fn purge(&self) -> usize {
+        let removed = {
+            let mut q = self.queue.lock();
+            let removed = q.extract_if(|e| e.value.header().state() == state::CANCELLED);
+            wake_if_drained(&q);
+            self.notify_idle(&q);
+            removed
+        };
+        removed.len()
+    }
+
+    pub(crate) fn stats(&self) -> PoolStats {
+        let (lateness_p50, lateness_p99, lateness_max) = self.lateness.summary();
+        let q = self.queue.lock();
+        let c = &self.counters;
+        PoolStats {
+            core_pool_size: self.core_pool_size(),
+            pool_size: q.ext.workers,
+            active_count: q.ext.active,
+            largest_pool_size: q.ext.largest,
+            queued: q.len(),
+            task_count: stats::read(&c.task_count),
+            completed_task_count: stats::read(&c.completed),
+            rejected_count: stats::read(&c.rejected),
+            panicked_count: stats::read(&c.panicked),
+            late_count: stats::read(&c.late),
+            skipped_runs: stats::read(&c.skipped),
+            lateness_p50,
+            lateness_p99,
+            lateness_max,
+        }
+    }
+
+    /// Sets a policy flag; the run-after-shutdown ones are re-applied at once after
+    /// shutdown.
+    pub(crate) fn set_policy(&self, policy: Policy, value: bool) {
+        if policy == Policy::RemoveOnCancel {
+            // Relaxed: read by later cancels; tasks already cancelled stay until `purge`.
+            self.remove_on_cancel.store(value, Ordering::Relaxed);
+            return;
+        }
+        let removed = {
+            let mut q = self.queue.lock();
+            self.flag(policy).store(value, Ordering::Relaxed); // E4: under the lock
+            self.apply_shutdown_policies(&mut q)
+        };
+        finish_removed(removed);
+    }
+}
+
+/// What became of a periodic task's re-queue.
+pub(super) enum Requeued {
+    /// In the queue under this handle.
+    Queued(crate::queue::Handle),
+    /// Not allowed after shutdown and cancelled here: its future must be completed.
+    Refused(Arc<dyn Job>),
+    /// Cancelled by someone else meanwhile, who completes it.
+    Dropped,
+}
+
+/// E3: after shutdown, a drained queue wakes every idle worker so it can exit.
+pub(super) fn wake_if_drained(q: &Guard<'_>) {
+    if q.ext.run_state != RunState::Running && q.is_empty() {
+        q.wake_all();
+    }
+}
+
+/// Completes the futures of tasks removed by a policy, outside the lock (I4).
+pub(super) fn finish_removed(removed: Vec<(Entry, bool)>) {
+    for (entry, won) in removed {
+        if won {
+            entry.value.finish_cancelled();
+        }
+        crate::task::drop_quietly(entry);
+    }
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let q = self.queue.lock();
+        f.debug_struct("Shared")
+            .field("run_state", &q.ext.run_state)
+            .field("terminated", &q.ext.terminated)
+            .field("workers", &q.ext.workers)
+            .field("queued", &q.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, loom))]
+impl Shared {
+    /// Models: reserve a worker slot that the model's own thread plays, so no thread starts.
+    pub(crate) fn pretend_worker(&self) {
+        self.queue.lock().ext.reserve();
+    }
+}

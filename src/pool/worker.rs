@@ -1,0 +1,342 @@
+//! The worker loop: take a task, run it, account for it, re-queue it if periodic; exit
+//! when `Shared::next_task` says so. Panic containment and the thread hooks live here.
+//!
+//! # Invariants
+//! - W1: a worker holds its worker slot from its reservation until `next_task` releases
+//!   it or, if the loop itself unwinds (a crate bug: user code is contained), until
+//!   [`ExitGuard`] releases it; either way `Shared::worker_exited` runs exactly once.
+//! - W2: user code (task bodies, hooks, destructors of task outputs) runs with no lock
+//!   held, inside `catch_unwind`.
+
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::control::RunState;
+use super::shared::{wake_if_drained, Entry, Requeued, Shared};
+use crate::builder::Hook;
+use crate::clock::{self, Ticks};
+use crate::queue::Take;
+use crate::stats;
+use crate::sync::Arc;
+use crate::task::{drop_quietly, Job};
+
+thread_local! {
+    /// The address of the `Shared` this thread works for; 0 on other threads.
+    static CURRENT_POOL: Cell<usize> = const { Cell::new(0) };
+}
+
+/// `true` on one of `shared`'s own worker threads (so `close` must not wait for itself).
+pub(crate) fn is_worker_of(shared: &Shared) -> bool {
+    CURRENT_POOL.with(|p| p.get() == shared as *const Shared as usize)
+}
+
+/// W1: runs `worker_exited` even if the loop unwinds.
+struct ExitGuard {
+    shared: Arc<Shared>,
+    released: bool,
+    active: bool,
+}
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        self.shared.worker_exited(self.released, self.active);
+    }
+}
+
+/// The body of worker thread `index`.
+pub(crate) fn run(shared: Arc<Shared>, index: usize) {
+    CURRENT_POOL.with(|p| p.set(Arc::as_ptr(&shared) as usize));
+    reduce_timer_slack();
+    tracing::debug!(target: "schedpool", worker = index, "worker started");
+    let mut guard = ExitGuard {
+        shared,
+        released: false,
+        active: false,
+    };
+    run_hook(
+        guard.shared.config.on_thread_start.as_ref(),
+        "on_thread_start",
+    );
+    let mut requeue = None;
+    loop {
+        let finished = guard.active;
+        guard.active = false;
+        match guard.shared.next_task(finished, requeue.take()) {
+            Some((entry, now)) => {
+                guard.active = true;
+                requeue = run_task(&guard.shared, index, entry, now);
+            }
+            None => {
+                guard.released = true;
+                break;
+            }
+        }
+    }
+    run_hook(
+        guard.shared.config.on_thread_stop.as_ref(),
+        "on_thread_stop",
+    );
+    tracing::debug!(target: "schedpool", worker = index, "worker exiting");
+    CURRENT_POOL.with(|p| p.set(0));
+}
+
+/// Runs one task taken from the queue at `now` by worker `index` (W2), and records its
+/// lateness (start − deadline). Returns a periodic task's next run, for `next_task` to
+/// re-queue in the same critical section as the next take.
+fn run_task(
+    shared: &Arc<Shared>,
+    index: usize,
+    entry: Entry,
+    now: clock::Ticks,
+) -> Option<(Arc<dyn Job>, clock::Ticks)> {
+    let Entry {
+        deadline,
+        value: job,
+        ..
+    } = entry;
+    let header = job.header();
+    let lateness = clock::since(now, deadline);
+    let span = tracing::trace_span!(
+        target: "schedpool",
+        "task",
+        id = header.id,
+        kind = job.schedule().name(),
+        lateness_us = lateness.as_micros() as u64,
+    );
+    let report = span.in_scope(|| job.run(now, shared.clock(), Some(&shared.counters)));
+    if report.ran {
+        shared.lateness.record(index, now.saturating_sub(deadline));
+        if lateness > shared.config.late_threshold {
+            stats::bump(&shared.counters.late);
+            tracing::warn!(
+                target: "schedpool",
+                id = header.id,
+                lateness_us = lateness.as_micros() as u64,
+                "task started late"
+            );
+        }
+    }
+    if report.skipped {
+        stats::bump(&shared.counters.skipped);
+        tracing::debug!(target: "schedpool", id = header.id, "periodic run skipped (max_lateness)");
+    }
+    if let Some(msg) = report.panic {
+        tracing::error!(target: "schedpool", id = header.id, panic = %msg, "task panicked");
+    }
+    match report.next {
+        Some(next) => Some((job, next)),
+        None => {
+            drop_quietly(job); // may drop the task and an unclaimed output (W2)
+            None
+        }
+    }
+}
+
+/// Linux lets a timed sleep end up to the thread's "timer slack" late (50 µs by default)
+/// so the kernel can batch wake-ups. A leader sleeping until a deadline wants the deadline:
+/// workers ask for 1 ns of slack. (`rustix` wraps `prctl(PR_SET_TIMERSLACK)` without
+/// `unsafe` in this crate.) Elsewhere this does nothing.
+fn reduce_timer_slack() {
+    #[cfg(target_os = "linux")]
+    if let Err(err) = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1)) {
+        tracing::debug!(target: "schedpool", error = %err, "could not reduce the timer slack");
+    }
+}
+
+/// Runs a thread hook; a panic is caught and traced (API.md: the pool goes on).
+fn run_hook(hook: Option<&Hook>, name: &'static str) {
+    if let Some(hook) = hook {
+        if catch_unwind(AssertUnwindSafe(|| hook())).is_err() {
+            tracing::error!(target: "schedpool", hook = name, "thread hook panicked");
+        }
+    }
+}
+
+/// The worker lifecycle: spawn, get-task (with keep-alive), exit; and `wait_idle`, which
+/// waits for the workers to go idle.
+impl Shared {
+    pub(crate) fn wait_idle(&self, until: Option<Instant>) -> bool {
+        if is_worker_of(self) {
+            return false;
+        }
+        let mut q = self.queue.lock();
+        loop {
+            let now = self.clock().now();
+            let due = q.head_deadline().is_some_and(|d| d <= now);
+            if !due && q.ext.active == 0 {
+                return true;
+            }
+            q.ext.idle_waiters += 1;
+            let timed_out = q.wait_on(&self.idle, until);
+            q.ext.idle_waiters -= 1;
+            if timed_out && until.is_some_and(|u| Instant::now() >= u) {
+                let due = q.head_deadline().is_some_and(|d| d <= self.clock().now());
+                return !due && q.ext.active == 0;
+            }
+        }
+    }
+
+    pub(crate) fn set_core_pool_size(self: &Arc<Self>, n: usize) {
+        let spawns: Vec<usize> = {
+            let mut q = self.queue.lock();
+            let old = self.core_pool_size.swap(n, Ordering::Relaxed);
+            if n < old {
+                q.ext.epoch += 1; // surplus idle workers re-check and time out
+                q.wake_all();
+                Vec::new()
+            } else if q.ext.run_state == RunState::Running {
+                // Java: start threads for queued tasks, at most one per new core slot.
+                let wanted = (n - old).min(q.len());
+                let mut spawns = Vec::new();
+                while spawns.len() < wanted && q.ext.workers < n {
+                    spawns.push(q.ext.reserve());
+                }
+                spawns
+            } else {
+                Vec::new()
+            }
+        };
+        for index in spawns {
+            self.start_worker(index);
+        }
+    }
+
+    /// Starts up to `max` missing core threads; returns how many started.
+    pub(crate) fn prestart(self: &Arc<Self>, max: usize) -> usize {
+        let mut started = 0;
+        while started < max {
+            let index = {
+                let mut q = self.queue.lock();
+                if q.ext.run_state != RunState::Running || q.ext.workers >= self.core_pool_size() {
+                    break;
+                }
+                q.ext.reserve()
+            };
+            if !self.start_worker(index) {
+                break;
+            }
+            started += 1;
+        }
+        started
+    }
+
+    /// Starts the thread for a reserved worker slot; on failure releases the slot and
+    /// returns false.
+    pub(super) fn start_worker(self: &Arc<Self>, index: usize) -> bool {
+        let mut builder = crate::sync::thread::Builder::new()
+            .name(format!("{}{}", self.config.thread_name_prefix, index));
+        if let Some(size) = self.config.thread_stack_size {
+            builder = builder.stack_size(size);
+        }
+        let shared = self.clone();
+        match builder.spawn(move || run(shared, index)) {
+            Ok(_) => true,
+            Err(err) => {
+                tracing::error!(target: "schedpool", worker = index, error = %err, "could not start a worker thread");
+                let terminated = {
+                    let mut q = self.queue.lock();
+                    q.ext.workers -= 1;
+                    q.ext.threads -= 1;
+                    self.check_terminated(&mut q)
+                };
+                if terminated {
+                    tracing::info!(target: "schedpool", "executor terminated");
+                }
+                false
+            }
+        }
+    }
+
+    /// The worker's next task (Java: `getTask`), with the worker's bookkeeping: `finished`
+    /// says the caller just ran a task, `requeue` carries a periodic task's next run, both
+    /// settled in the same critical section as the take. Returns `None` when the worker
+    /// must exit, having released its worker slot under the lock (E1).
+    pub(crate) fn next_task(
+        &self,
+        finished: bool,
+        requeue: Option<(Arc<dyn Job>, Ticks)>,
+    ) -> Option<(Entry, Ticks)> {
+        let mut q = self.queue.lock();
+        if let Some((job, next)) = requeue {
+            if let Requeued::Refused(job) = self.requeue_locked(&mut q, job, next) {
+                drop(q); // rare (after shutdown): complete its future without the lock
+                job.finish_cancelled();
+                q = self.queue.lock();
+            }
+        }
+        if finished {
+            q.ext.active -= 1;
+            if q.ext.active == 0 {
+                self.notify_idle(&q);
+            }
+        }
+        let mut timed_out = false;
+        loop {
+            if q.ext.is_drained_after_shutdown(q.len()) {
+                q.ext.workers -= 1;
+                return None;
+            }
+            // Java: a worker above the core size (with core 0: the single one) is surplus. A
+            // last worker with tasks queued cannot exit (E1), so it waits for them untimed
+            // rather than polling every `keep_alive`.
+            let surplus =
+                self.config.allow_core_thread_timeout || q.ext.workers > self.core_pool_size();
+            let timed = surplus && (q.ext.workers > 1 || q.is_empty());
+            if timed && timed_out && (q.ext.workers > 1 || q.is_empty()) {
+                q.ext.workers -= 1; // E1: another worker remains, or nothing is queued
+                return None;
+            }
+            let epoch = q.ext.epoch;
+            let timeout = if timed {
+                clock::timeout_at(self.config.keep_alive)
+            } else {
+                None
+            };
+            let taken = q.take(timeout, |s| {
+                s.ext.is_drained_after_shutdown(s.len())
+                    || s.ext.epoch != epoch
+                    || (surplus && !timed && s.is_empty()) // may time out now: re-decide
+            });
+            match taken {
+                Take::Item(entry, now) => {
+                    q.ext.active += 1;
+                    wake_if_drained(&q); // E3
+                    return Some((entry, now));
+                }
+                Take::TimedOut => timed_out = true,
+                Take::Stopped => timed_out = timed && q.ext.epoch != epoch,
+            }
+        }
+    }
+
+    /// A worker thread is finishing (its stop hook has run). `released` says whether it
+    /// already gave up its worker slot in `next_task`; `was_active` whether it dies in the
+    /// middle of a task (only if the crate itself panicked: user code is contained).
+    pub(crate) fn worker_exited(self: &Arc<Self>, released: bool, was_active: bool) {
+        let (replacement, terminated) = {
+            let mut q = self.queue.lock();
+            if !released {
+                q.ext.workers -= 1;
+            }
+            if was_active {
+                q.ext.active -= 1;
+                self.notify_idle(&q);
+            }
+            q.ext.threads -= 1;
+            // E1 even if a worker died abnormally: a queued task always has a worker.
+            let replacement =
+                (q.ext.workers == 0 && !q.is_empty() && q.ext.run_state != RunState::Stop)
+                    .then(|| q.ext.reserve());
+            (replacement, self.check_terminated(&mut q))
+        };
+        if let Some(index) = replacement {
+            tracing::error!(target: "schedpool", "a worker died unexpectedly; starting another");
+            self.start_worker(index);
+        }
+        if terminated {
+            tracing::info!(target: "schedpool", "executor terminated");
+        }
+    }
+}
