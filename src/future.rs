@@ -139,6 +139,14 @@ impl<T> ScheduledFuture<T> {
     }
 }
 
+#[cfg(all(test, loom))]
+impl<T> ScheduledFuture<T> {
+    /// Models: the task behind the future.
+    pub(crate) fn task(&self) -> &Arc<dyn TypedJob<T>> {
+        &self.task
+    }
+}
+
 impl<T: Send> Future for ScheduledFuture<T> {
     type Output = Result<T, TaskError>;
 

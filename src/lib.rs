@@ -83,6 +83,8 @@ mod sync;
 mod task;
 
 #[cfg(all(test, loom))]
+mod loom_pool;
+#[cfg(all(test, loom))]
 mod loom_queue;
 #[cfg(all(test, loom))]
 mod loom_task;

@@ -1202,3 +1202,63 @@ fn the_last_handle_dropped_inside_a_task_shuts_the_pool_down() {
     assert!(!fut.get().unwrap());
     assert!(wait_until(|| load(&starts) == 1 && load(&stops) == 1));
 }
+
+/// Blocks in `Drop` until released, after saying so.
+struct BlockingDrop {
+    dropping: Arc<Barrier>,
+    release: Arc<Barrier>,
+}
+
+impl Drop for BlockingDrop {
+    fn drop(&mut self) {
+        self.dropping.wait();
+        self.release.wait();
+    }
+}
+
+#[test]
+fn termination_waits_for_the_shutdown_caller_to_complete_removed_tasks() {
+    // A periodic task removed by shutdown has its closure dropped and its future completed
+    // by the thread that called `shutdown`. Termination must mean that work is done too:
+    // with every worker gone, the pool still is not terminated while that thread is busy.
+    let stops = counter();
+    let s = stops.clone();
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .on_thread_stop(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    let (dropping, release) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let blocker = BlockingDrop {
+        dropping: dropping.clone(),
+        release: release.clone(),
+    };
+    let fut = pool
+        .schedule_at_fixed_rate(sec(60), sec(60), move || {
+            let _held = &blocker;
+        })
+        .unwrap();
+    assert_eq!(pool.stats().pool_size, 1);
+    let shutter = {
+        let pool = pool.clone();
+        thread::spawn(move || pool.shutdown())
+    };
+    dropping.wait(); // the shutdown caller is inside the closure's Drop
+    assert!(wait_until(|| load(&stops) == 1), "the only worker exits");
+    assert!(
+        !pool.is_terminated(),
+        "the shutdown caller is still completing a future"
+    );
+    assert!(pool.is_terminating());
+    release.wait();
+    shutter.join().unwrap();
+    assert!(pool.await_termination(BOUND));
+    assert!(
+        fut.is_done(),
+        "terminated implies the removed task's future is complete"
+    );
+    assert!(is_cancelled(fut));
+}

@@ -3,50 +3,87 @@
 //! (`worker.rs`).
 //!
 //! # Design
-//! The executor's control state (`Control`, `control.rs`) lives inside the queue's lock, beside the
-//! heap, instead of under a second lock or in a packed atomic like Java's `ctl`. That makes
-//! the questions that matter for liveness single critical sections: "accept this task and
-//! is a worker there to run it?", "may this idle worker exit, or is the queue non-empty?",
-//! "has shutdown been requested, and is the queue drained?". Submission already takes the
-//! lock to push, so accounting costs no extra synchronisation on the hot path.
+//! Three pieces of state, each with its own guard:
+//!
+//! - the **control word** (`control.rs`): run state, reserved worker slots and threads
+//!   still working, one packed atomic like Java's `ctl`, plus the termination latch. Read
+//!   without a lock by `is_shutdown`, `stats`, the thread-exit path and `Debug`;
+//! - the **queue** (`queue/`), under its lock, with [`Activity`] beside the heap: the
+//!   accounting that must change in the same critical section as a take (`active`, the
+//!   core-size `epoch`, `wait_idle`'s waiters);
+//! - settings (`core_pool_size`, the policy flags) in their own atomics.
+//!
+//! The control word left the queue lock so that the queue can change shape (a lock-free
+//! submission path, sharded heaps) without taking the pool's accounting with it. The price
+//! is that the liveness questions ("accept this task, and is a worker there to run
+//! it?", "may this worker exit, or is a task queued?", "was this submission before or
+//! after shutdown?") are no longer one critical section over one state: each is answered
+//! by reading or exchanging the word *inside* the queue's critical section where the queue
+//! part is decided, as E1 and E2 say. Whichever of two such critical sections comes second
+//! sees the other's effect on both the queue and the word (the queue lock orders them, and
+//! coherence does the rest: a load that happens after a store sees it or a later one).
 //!
 //! Run states (Java's RUNNING / SHUTDOWN / STOP; TIDYING is not needed because
-//! termination is one flag set under the lock):
+//! termination is one latch):
 //!
 //! ```text
 //!   Running --shutdown--> Shutdown --shutdown_now--> Stop
 //!      '-----------shutdown_now------------------------^
-//!   terminated = (run_state >= Shutdown && threads == 0), latched once true
+//!   terminated = run_state >= Shutdown && threads == 0 (threads counts finishers too),
+//!                latched once by the exchange that makes it true
 //! ```
 //!
 //! # Invariants
-//! - E1: every accepted task is queued while `workers >= 1`: a submission that finds no
-//!   worker reserves one in the same critical section, and a worker decides to exit only
-//!   under the lock, only if the heap is empty or another worker remains.
-//! - E2: once `run_state >= Shutdown` no new task is accepted; a periodic task is re-queued
-//!   only if `continue_existing_periodic_tasks_after_shutdown` allows it, decided under the
-//!   lock, so a re-queue cannot race past `shutdown`.
+//! - E1 (reserve-then-publish): a queued task always has a reserved worker slot. A
+//!   submission reads the word, reserves a slot if fewer than the core size are reserved
+//!   (one when the core size is 0), and pushes, all in the queue's critical section
+//!   (`Shared::publish`). A worker gives its slot up only in the queue's critical section:
+//!   when the queue is drained after shutdown, or as a timed-out surplus worker by an
+//!   exchange that requires another slot to remain or the queue to be empty
+//!   (`Shared::release_if_surplus`). So a submission either sees the smaller count (and
+//!   reserves) or is seen by the worker (which stays). A thread that dies abnormally
+//!   reserves its replacement in the exchange that releases it.
+//! - E2: a task is accepted only while running. `shutdown` and `shutdown_now` change the
+//!   run state *before* their pass over the queue; a submission reads it in the critical
+//!   section that pushes. So a submission after the pass sees the new state (and is
+//!   refused), and one before it is in the queue when the pass applies the policies. A
+//!   periodic task's re-queue reads the run state and the policy in its critical section
+//!   the same way.
 //! - E3: whenever the heap becomes empty after shutdown, every waiting worker is woken so
 //!   it can exit (`wake_if_drained`); so termination never waits for a deadline that no
 //!   longer exists.
-//! - E4: the policy flags are written under the lock; readers under the lock see the value
-//!   that `shutdown` and the re-queue check agree on.
-//! - E5: `threads >= workers`; `terminated` is set exactly once, under the lock, when the
-//!   last thread has run its stop hook after shutdown.
+//! - E4: the run-after-shutdown flags are written under the queue lock, so a re-queue and
+//!   a policy pass agree on them; `remove_on_cancel` is a setting each cancel reads once
+//!   (no protocol depends on when a change becomes visible).
+//! - E5: `threads >= workers`; termination is latched exactly once, by the exchange that
+//!   makes the pool shut down with no thread working. A `shutdown` (or a policy change
+//!   after it) holds a finisher slot in `threads` while it completes the futures of the
+//!   tasks it removed, so `await_termination` returning true means that work is done too.
 //!
 //! # Ordering
-//! Atomics outside the lock: `core_pool_size` and the policy flags (`Relaxed`: settings read
-//! under the lock or as hints; the lock orders what matters, E4), `is_shutdown` (a
-//! `Relaxed` mirror of `run_state` for `is_shutdown()`; decisions re-read `run_state` under
-//! the lock), `handles` (`AcqRel` so the last handle's drop sees all earlier uses), and the
-//! statistics counters (`stats.rs`).
+//! The control word's orderings are in `control.rs` (`AcqRel` exchanges, `Acquire`
+//! loads). Settings (`core_pool_size`, the policy flags) are `Relaxed`: read as hints or
+//! under the queue lock, which orders what matters (E4). `handles` is `AcqRel` so the last
+//! handle's drop sees every earlier use. Statistics counters: `stats.rs`.
 
-mod control;
+pub(crate) mod control;
 mod shared;
 mod worker;
 
 pub(crate) use shared::Shared;
 pub(crate) use worker::is_worker_of;
+
+/// What the queue lock guards for the executor beside the heap (the queue's extra state
+/// `X`): the accounting that must change in the same critical section as a take.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    /// Workers between taking a task and asking for the next one.
+    pub(crate) active: usize,
+    /// Bumped when the core size shrinks: idle workers re-check whether they are surplus.
+    pub(crate) epoch: u64,
+    /// Threads blocked in `wait_idle`.
+    pub(crate) idle_waiters: usize,
+}
 
 /// The executor's policy flags with setters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

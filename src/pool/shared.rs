@@ -8,12 +8,13 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::control::{Control, RunState};
+use super::Activity;
 use super::Policy;
 use crate::builder::{Config, RejectionPolicy};
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::error::{run_caught, ScheduleError, TaskError};
 use crate::periodic::{Periodic, Schedule};
-use crate::queue::{BlockingQueue, Locked, TimedEntry};
+use crate::queue::{BlockingQueue, Handle, Locked, TimedEntry};
 use crate::stats::{self, Counters, Lateness, PoolStats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Weak};
 use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob, NO_DEADLINE};
@@ -21,26 +22,26 @@ use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob, NO_DEADLINE};
 /// A queued task: deadline and sequence inline, the task behind a pointer.
 pub(crate) type Entry = TimedEntry<Arc<dyn Job>>;
 /// Java: `DelayedWorkQueue`.
-pub(crate) type Queue = BlockingQueue<Entry, Control>;
+pub(crate) type Queue = BlockingQueue<Entry, Activity>;
 /// The queue with its lock held.
-pub(crate) type Guard<'a> = Locked<'a, Entry, Control>;
+pub(crate) type Guard<'a> = Locked<'a, Entry, Activity>;
 
 /// The core behind every handle, future and worker.
 pub(crate) struct Shared {
     pub(crate) queue: Queue,
+    /// Run state, worker and thread counts, termination (`control.rs`); not under the
+    /// queue lock.
+    pub(crate) control: Control,
     pub(crate) config: Config,
     pub(super) core_pool_size: AtomicUsize,
     continue_periodic: AtomicBool,
     execute_delayed: AtomicBool,
     remove_on_cancel: AtomicBool,
-    is_shutdown: AtomicBool,
     /// Live `ScheduledThreadPoolExecutor` handles; the last one to drop shuts down.
     handles: AtomicUsize,
     next_id: AtomicU64,
     pub(crate) counters: Counters,
     pub(crate) lateness: Lateness,
-    /// Signalled (under the queue lock) when `terminated` is latched.
-    pub(super) termination: Condvar,
     /// Signalled (under the queue lock) when the pool may have become idle (`wait_idle`).
     pub(super) idle: Condvar,
 }
@@ -56,33 +57,18 @@ impl Shared {
     pub(crate) fn new(config: Config) -> Arc<Shared> {
         let clock = config.clock.clone().map_or_else(Clock::real, Clock::Manual);
         let shared = Arc::new(Shared {
-            queue: BlockingQueue::new(
-                clock.clone(),
-                0,
-                Control {
-                    run_state: RunState::Running,
-                    terminated: false,
-                    workers: 0,
-                    threads: 0,
-                    largest: 0,
-                    next_index: 0,
-                    active: 0,
-                    epoch: 0,
-                    idle_waiters: 0,
-                },
-            ),
+            queue: BlockingQueue::new(clock.clone(), 0, Activity::default()),
             core_pool_size: AtomicUsize::new(config.core_pool_size),
             continue_periodic: AtomicBool::new(
                 config.continue_existing_periodic_tasks_after_shutdown,
             ),
             execute_delayed: AtomicBool::new(config.execute_existing_delayed_tasks_after_shutdown),
             remove_on_cancel: AtomicBool::new(config.remove_on_cancel),
-            is_shutdown: AtomicBool::new(false),
+            control: Control::new(),
             handles: AtomicUsize::new(1),
             next_id: AtomicU64::new(0),
             counters: Counters::new(),
             lateness: Lateness::new(),
-            termination: Condvar::new(),
             idle: Condvar::new(),
             config,
         });
@@ -192,19 +178,16 @@ impl Shared {
         self.handles.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
-    /// `is_shutdown()`: a `Relaxed` mirror of the run state (decisions re-read it under
-    /// the lock).
     pub(crate) fn is_shutdown(&self) -> bool {
-        self.is_shutdown.load(Ordering::Relaxed)
+        !self.control.load().is_running()
     }
 
     pub(crate) fn is_terminating(&self) -> bool {
-        let q = self.queue.lock();
-        q.ext.run_state != RunState::Running && !q.ext.terminated
+        self.is_shutdown() && !self.is_terminated()
     }
 
     pub(crate) fn is_terminated(&self) -> bool {
-        self.queue.lock().ext.terminated
+        self.control.is_terminated()
     }
 
     pub(crate) fn queue_len(&self) -> usize {
@@ -242,44 +225,63 @@ impl Shared {
 
     /// Queues a new task, or applies the rejection policy.
     pub(crate) fn submit(self: &Arc<Self>, job: Arc<dyn Job>) -> Result<(), ScheduleError> {
-        let deadline = job.header().deadline();
-        let mut q = self.queue.lock();
-        let refused = if q.ext.run_state != RunState::Running {
-            ScheduleError::Shutdown
-        } else if q.len() >= self.config.max_queued_tasks {
-            ScheduleError::QueueFull
-        } else {
-            let seq = q.next_seq();
-            let handle = q.push_tracked(
-                TimedEntry {
-                    deadline,
-                    seq,
-                    value: job,
-                },
-                |e| &e.value.header().position, // T4
-            );
-            let spawn = q.ext.reserve_for_task(self.core_pool_size()); // E1
-            drop(q);
-            if let Some(index) = spawn {
-                if !self.start_worker(index) {
-                    if let Some(job) = self.unqueue_if_workerless(handle) {
-                        stats::bump(&self.counters.rejected);
-                        crate::task::drop_quietly(job);
-                        return Err(ScheduleError::ThreadSpawn);
+        let published = self.publish(&mut self.queue.lock(), job);
+        match published {
+            Ok((handle, spawn)) => {
+                if let Some(index) = spawn {
+                    if !self.start_worker(index) {
+                        if let Some(job) = self.unqueue_if_workerless(handle) {
+                            stats::bump(&self.counters.rejected);
+                            crate::task::drop_quietly(job);
+                            return Err(ScheduleError::ThreadSpawn);
+                        }
                     }
                 }
+                stats::bump(&self.counters.task_count);
+                Ok(())
             }
-            stats::bump(&self.counters.task_count);
-            return Ok(());
-        };
-        drop(q);
-        self.refuse(job, refused)
+            Err((job, reason)) => self.refuse(job, reason),
+        }
+    }
+
+    /// The critical section of a submission (E1, E2): refuses after shutdown or when the
+    /// queue is full; else reserves a worker if fewer than the core size are reserved
+    /// (reserve-then-publish) and pushes the task. Returns its handle and the reserved
+    /// worker's index, for the caller to start after unlocking.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn publish(
+        &self,
+        q: &mut Guard<'_>,
+        job: Arc<dyn Job>,
+    ) -> Result<(Handle, Option<usize>), (Arc<dyn Job>, ScheduleError)> {
+        // E2: the run state is read in the critical section that publishes the task, and
+        // `shutdown` changes it before its own pass over the queue.
+        if !self.control.load().is_running() {
+            return Err((job, ScheduleError::Shutdown));
+        }
+        if q.len() >= self.config.max_queued_tasks {
+            return Err((job, ScheduleError::QueueFull));
+        }
+        // E1: reserved in the same critical section, so a worker releasing its slot in
+        // its own critical section either is seen here or sees this task.
+        let spawn = self.control.reserve_for_task(self.core_pool_size());
+        let deadline = job.header().deadline();
+        let seq = q.next_seq();
+        let handle = q.push_tracked(
+            TimedEntry {
+                deadline,
+                seq,
+                value: job,
+            },
+            |e| &e.value.header().position, // T4
+        );
+        Ok((handle, spawn))
     }
 
     /// `Err(Shutdown)`, counted and traced, if the executor is shut down (for submissions
     /// that end before they are queued).
     pub(super) fn refuse_if_shutdown(&self) -> Result<(), ScheduleError> {
-        if self.is_shutdown.load(Ordering::Relaxed) {
+        if self.is_shutdown() {
             stats::bump(&self.counters.rejected);
             tracing::warn!(target: "schedpool", reason = %ScheduleError::Shutdown, "task rejected");
             return Err(ScheduleError::Shutdown);
@@ -306,7 +308,7 @@ impl Shared {
             // Out of the queue for a run (or just popped for one): the next run moves.
             // After shutdown_now nothing is re-queued (and handed-out tasks stay put).
             state::SCHEDULED | state::RUNNING
-                if header.is_periodic() && q.ext.run_state != RunState::Stop =>
+                if header.is_periodic() && self.control.load().run_state() != RunState::Stop =>
             {
                 q.replace(&header.rescheduled, at); // T4: read back by `requeue` under the lock
                 true
@@ -366,7 +368,7 @@ impl Shared {
         handle: crate::queue::Handle,
     ) -> Option<Arc<dyn Job>> {
         let mut q = self.queue.lock();
-        if q.ext.workers > 0 {
+        if self.control.load().workers() > 0 {
             return None;
         }
         let removed = q.remove(handle);
@@ -380,8 +382,8 @@ impl Shared {
         let mut q = self.queue.lock();
         let outcome = self.requeue_locked(&mut q, job, next);
         let spawn = match outcome {
-            Requeued::Queued(handle) => q
-                .ext
+            Requeued::Queued(handle) => self
+                .control
                 .reserve_for_task(self.core_pool_size())
                 .map(|i| (i, handle)),
             _ => None,
@@ -413,7 +415,7 @@ impl Shared {
         if header.state() != state::SCHEDULED {
             return Requeued::Dropped; // cancelled since its run ended; the canceller completes it
         }
-        let allowed = match q.ext.run_state {
+        let allowed = match self.control.load().run_state() {
             RunState::Running => true,
             RunState::Shutdown => self.continue_periodic.load(Ordering::Relaxed),
             RunState::Stop => false,
@@ -456,7 +458,7 @@ impl Shared {
             let removed = {
                 let mut q = self.queue.lock();
                 let removed = q.remove_tracked(&header.position); // T4
-                wake_if_drained(&q); // E3
+                wake_if_drained(self, &q); // E3
                 self.notify_idle(&q);
                 removed
             };
@@ -468,22 +470,26 @@ impl Shared {
 
     /// Java `shutdown`: no new tasks; queued ones follow the run-after-shutdown policies.
     pub(crate) fn shutdown(&self) {
-        let (first, removed, terminated) = {
+        // E2: the run state changes before the pass over the queue; E5: this call holds
+        // a finisher slot until the futures of the tasks it removed are complete, so
+        // termination means that work is done too.
+        let before = self.control.shut_down(RunState::Shutdown);
+        let removed = {
             let mut q = self.queue.lock();
-            let first = q.ext.run_state == RunState::Running;
-            if first {
-                q.ext.run_state = RunState::Shutdown;
-                self.is_shutdown.store(true, Ordering::Relaxed);
-            }
             let removed = self.apply_shutdown_policies(&mut q);
             q.wake_all(); // E3: idle workers re-check; they exit if drained
-            (first, removed, self.check_terminated(&mut q))
+            removed
         };
-        if first {
+        if before == RunState::Running {
             tracing::info!(target: "schedpool", "executor shut down");
         }
         finish_removed(removed);
-        if terminated {
+        self.finisher_done();
+    }
+
+    /// Gives back a finisher slot (E5), tracing termination if that was the last party.
+    fn finisher_done(&self) {
+        if self.control.finisher_done() {
             tracing::info!(target: "schedpool", "executor terminated");
         }
     }
@@ -492,7 +498,7 @@ impl Shared {
     /// cancelled ones); cancels them under the lock, so `is_cancelled` is true by the time
     /// the lock is released. Does nothing before shutdown.
     pub(super) fn apply_shutdown_policies(&self, q: &mut Guard<'_>) -> Vec<(Entry, bool)> {
-        if q.ext.run_state == RunState::Running {
+        if self.control.load().is_running() {
             return Vec::new();
         }
         let keep_periodic = self.continue_periodic.load(Ordering::Relaxed);
@@ -507,7 +513,7 @@ impl Shared {
                     !keep_delayed && e.deadline > now
                 }
         });
-        wake_if_drained(q);
+        wake_if_drained(self, q);
         self.notify_idle(q);
         removed
             .into_iter()
@@ -520,22 +526,19 @@ impl Shared {
 
     /// Stops the pool and hands back the queued tasks not yet cancelled, in deadline order.
     pub(crate) fn shutdown_now(&self) -> Vec<Arc<dyn Job>> {
-        let (first, entries, terminated) = {
+        let before = self.control.shut_down(RunState::Stop); // E2: before the pass
+        let entries = {
             let mut q = self.queue.lock();
-            let first = q.ext.run_state == RunState::Running;
-            q.ext.run_state = RunState::Stop;
-            self.is_shutdown.store(true, Ordering::Relaxed);
             let entries = q.drain_due(Ticks::MAX);
             q.wake_all();
             self.notify_idle(&q);
-            (first, entries, self.check_terminated(&mut q))
+            entries
         };
-        if first {
+        if before == RunState::Running {
             tracing::info!(target: "schedpool", "executor shut down (shutdown_now)");
         }
-        if terminated {
-            tracing::info!(target: "schedpool", "executor terminated");
-        }
+        // The handed-out tasks are the caller's to run or drop, not the pool's work.
+        self.finisher_done();
         entries
             .into_iter()
             .map(|e| e.value)
@@ -544,32 +547,14 @@ impl Shared {
     }
 
     pub(crate) fn await_termination(&self, until: Option<Instant>) -> bool {
-        let mut q = self.queue.lock();
-        while !q.ext.terminated {
-            if q.wait_on(&self.termination, until) && !q.ext.terminated {
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Latches `terminated` if shutdown and every thread is gone (E5); `true` if this call
-    /// latched it.
-    pub(super) fn check_terminated(&self, q: &mut Guard<'_>) -> bool {
-        let done = !q.ext.terminated && q.ext.run_state != RunState::Running && q.ext.threads == 0;
-        if done {
-            debug_assert!(q.is_empty() || q.ext.run_state == RunState::Stop, "E1");
-            q.ext.terminated = true;
-            self.termination.notify_all();
-        }
-        done
+        self.control.await_termination(until)
     }
 
     pub(crate) fn purge(&self) -> usize {
         let removed = {
             let mut q = self.queue.lock();
             let removed = q.extract_if(|e| e.value.header().state() == state::CANCELLED);
-            wake_if_drained(&q);
+            wake_if_drained(self, &q);
             self.notify_idle(&q);
             removed
         };
@@ -582,9 +567,9 @@ impl Shared {
         let c = &self.counters;
         PoolStats {
             core_pool_size: self.core_pool_size(),
-            pool_size: q.ext.workers,
+            pool_size: self.control.load().workers(),
             active_count: q.ext.active,
-            largest_pool_size: q.ext.largest,
+            largest_pool_size: self.control.largest(),
             queued: q.len(),
             task_count: stats::read(&c.task_count),
             completed_task_count: stats::read(&c.completed),
@@ -606,19 +591,21 @@ impl Shared {
             self.remove_on_cancel.store(value, Ordering::Relaxed);
             return;
         }
+        self.control.finisher_start(); // E5: removals after shutdown are pool work
         let removed = {
             let mut q = self.queue.lock();
             self.flag(policy).store(value, Ordering::Relaxed); // E4: under the lock
             self.apply_shutdown_policies(&mut q)
         };
         finish_removed(removed);
+        self.finisher_done();
     }
 }
 
 /// What became of a periodic task's re-queue.
 pub(super) enum Requeued {
     /// In the queue under this handle.
-    Queued(crate::queue::Handle),
+    Queued(Handle),
     /// Not allowed after shutdown and cancelled here: its future must be completed.
     Refused(Arc<dyn Job>),
     /// Cancelled by someone else meanwhile, who completes it.
@@ -626,8 +613,8 @@ pub(super) enum Requeued {
 }
 
 /// E3: after shutdown, a drained queue wakes every idle worker so it can exit.
-pub(super) fn wake_if_drained(q: &Guard<'_>) {
-    if q.ext.run_state != RunState::Running && q.is_empty() {
+pub(super) fn wake_if_drained(shared: &Shared, q: &Guard<'_>) {
+    if !shared.control.load().is_running() && q.is_empty() {
         q.wake_all();
     }
 }
@@ -644,12 +631,9 @@ pub(super) fn finish_removed(removed: Vec<(Entry, bool)>) {
 
 impl fmt::Debug for Shared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let q = self.queue.lock();
         f.debug_struct("Shared")
-            .field("run_state", &q.ext.run_state)
-            .field("terminated", &q.ext.terminated)
-            .field("workers", &q.ext.workers)
-            .field("queued", &q.len())
+            .field("control", &self.control)
+            .field("queued", &self.queue_len())
             .finish_non_exhaustive()
     }
 }
@@ -658,6 +642,7 @@ impl fmt::Debug for Shared {
 impl Shared {
     /// Models: reserve a worker slot that the model's own thread plays, so no thread starts.
     pub(crate) fn pretend_worker(&self) {
-        self.queue.lock().ext.reserve();
+        let reserved = self.control.reserve_if(|_| true);
+        debug_assert!(reserved.is_some());
     }
 }

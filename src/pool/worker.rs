@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::control::RunState;
-use super::shared::{wake_if_drained, Entry, Requeued, Shared};
+use super::shared::{wake_if_drained, Entry, Guard, Requeued, Shared};
 use crate::builder::Hook;
 use crate::clock::{self, Ticks};
 use crate::queue::Take;
@@ -186,16 +186,20 @@ impl Shared {
                 q.ext.epoch += 1; // surplus idle workers re-check and time out
                 q.wake_all();
                 Vec::new()
-            } else if q.ext.run_state == RunState::Running {
+            } else {
                 // Java: start threads for queued tasks, at most one per new core slot.
                 let wanted = (n - old).min(q.len());
                 let mut spawns = Vec::new();
-                while spawns.len() < wanted && q.ext.workers < n {
-                    spawns.push(q.ext.reserve());
+                while spawns.len() < wanted {
+                    match self
+                        .control
+                        .reserve_if(|c| c.is_running() && c.workers() < n)
+                    {
+                        Some(index) => spawns.push(index),
+                        None => break,
+                    }
                 }
                 spawns
-            } else {
-                Vec::new()
             }
         };
         for index in spawns {
@@ -207,12 +211,12 @@ impl Shared {
     pub(crate) fn prestart(self: &Arc<Self>, max: usize) -> usize {
         let mut started = 0;
         while started < max {
-            let index = {
-                let mut q = self.queue.lock();
-                if q.ext.run_state != RunState::Running || q.ext.workers >= self.core_pool_size() {
-                    break;
-                }
-                q.ext.reserve()
+            let core = self.core_pool_size();
+            let Some(index) = self
+                .control
+                .reserve_if(|c| c.is_running() && c.workers() < core)
+            else {
+                break;
             };
             if !self.start_worker(index) {
                 break;
@@ -235,13 +239,7 @@ impl Shared {
             Ok(_) => true,
             Err(err) => {
                 tracing::error!(target: "schedpool", worker = index, error = %err, "could not start a worker thread");
-                let terminated = {
-                    let mut q = self.queue.lock();
-                    q.ext.workers -= 1;
-                    q.ext.threads -= 1;
-                    self.check_terminated(&mut q)
-                };
-                if terminated {
+                if self.control.unreserve() {
                     tracing::info!(target: "schedpool", "executor terminated");
                 }
                 false
@@ -274,18 +272,19 @@ impl Shared {
         }
         let mut timed_out = false;
         loop {
-            if q.ext.is_drained_after_shutdown(q.len()) {
-                q.ext.workers -= 1;
+            let c = self.control.load();
+            if c.is_drained(q.len()) {
+                let released = self.control.release_worker_if(|_| true);
+                debug_assert!(released, "W1: a worker holds its slot until here");
                 return None;
             }
             // Java: a worker above the core size (with core 0: the single one) is surplus. A
             // last worker with tasks queued cannot exit (E1), so it waits for them untimed
             // rather than polling every `keep_alive`.
             let surplus =
-                self.config.allow_core_thread_timeout || q.ext.workers > self.core_pool_size();
-            let timed = surplus && (q.ext.workers > 1 || q.is_empty());
-            if timed && timed_out && (q.ext.workers > 1 || q.is_empty()) {
-                q.ext.workers -= 1; // E1: another worker remains, or nothing is queued
+                self.config.allow_core_thread_timeout || c.workers() > self.core_pool_size();
+            let timed = surplus && (c.workers() > 1 || q.is_empty());
+            if timed && timed_out && self.release_if_surplus(&q) {
                 return None;
             }
             let epoch = q.ext.epoch;
@@ -295,14 +294,14 @@ impl Shared {
                 None
             };
             let taken = q.take(timeout, |s| {
-                s.ext.is_drained_after_shutdown(s.len())
+                self.control.load().is_drained(s.len())
                     || s.ext.epoch != epoch
                     || (surplus && !timed && s.is_empty()) // may time out now: re-decide
             });
             match taken {
                 Take::Item(entry, now) => {
                     q.ext.active += 1;
-                    wake_if_drained(&q); // E3
+                    wake_if_drained(self, &q); // E3
                     return Some((entry, now));
                 }
                 Take::TimedOut => timed_out = true,
@@ -311,26 +310,39 @@ impl Shared {
         }
     }
 
+    /// E1: a surplus worker that timed out gives up its slot if another worker remains or
+    /// nothing is queued; `true` if it did. Decided in the queue's critical section,
+    /// against the value the exchange replaces, so a submission either sees the smaller
+    /// count (and reserves a worker) or was seen here (the queue is not empty).
+    pub(crate) fn release_if_surplus(&self, q: &Guard<'_>) -> bool {
+        let empty = q.is_empty();
+        self.control.release_worker_if(|c| c.workers() > 1 || empty)
+    }
+
     /// A worker thread is finishing (its stop hook has run). `released` says whether it
     /// already gave up its worker slot in `next_task`; `was_active` whether it dies in the
     /// middle of a task (only if the crate itself panicked: user code is contained).
     pub(crate) fn worker_exited(self: &Arc<Self>, released: bool, was_active: bool) {
-        let (replacement, terminated) = {
+        let exit = {
             let mut q = self.queue.lock();
-            if !released {
-                q.ext.workers -= 1;
-            }
             if was_active {
                 q.ext.active -= 1;
                 self.notify_idle(&q);
             }
-            q.ext.threads -= 1;
-            // E1 even if a worker died abnormally: a queued task always has a worker.
-            let replacement =
-                (q.ext.workers == 0 && !q.is_empty() && q.ext.run_state != RunState::Stop)
-                    .then(|| q.ext.reserve());
-            (replacement, self.check_terminated(&mut q))
+            // E1 even if a worker died abnormally: a queued task always has a worker. The
+            // replacement is reserved in the exchange that releases this thread, decided
+            // against the queue as this critical section sees it.
+            let empty = q.is_empty();
+            let exit = self.control.thread_exit(released, |after| {
+                after.workers() == 0 && !empty && after.run_state() != RunState::Stop
+            });
+            debug_assert!(
+                !exit.terminated || empty || self.control.load().run_state() == RunState::Stop,
+                "E1: termination leaves no queued task behind"
+            );
+            exit
         };
+        let (replacement, terminated) = (exit.replacement, exit.terminated);
         if let Some(index) = replacement {
             tracing::error!(target: "schedpool", "a worker died unexpectedly; starting another");
             self.start_worker(index);

@@ -68,7 +68,7 @@ impl<T> Completion<T> {
         }
     }
 
-    #[cfg(all(test, not(loom)))]
+    #[cfg(test)]
     pub(crate) fn is_ready(&self) -> bool {
         !matches!(*self.slot.lock(), Slot::Waiting(_))
     }

@@ -1,0 +1,111 @@
+//! loom models of the pool's control protocol (`pool/`): the worker count against
+//! submissions (E1), the run state against submissions (E2), and termination against the
+//! shutdown caller's completion of removed tasks (E5). Each names its invariant; the
+//! deliberate break that makes it fail is listed in `docs/RELIABILITY.md`.
+
+use std::time::Duration;
+
+use crate::pool::Shared;
+use crate::sync::{thread, Arc};
+use crate::task::{state, Job, OnceTask, TypedJob};
+use crate::{Builder, ManualClock, ScheduledThreadPoolExecutor};
+
+/// An executor on a `ManualClock` whose only worker is played by the model (no thread
+/// starts while that worker holds its slot), built from `builder`.
+fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Shared>) {
+    let ex = builder.core_pool_size(1).clock(ManualClock::new()).build();
+    let shared = ex.shared().clone();
+    shared.pretend_worker();
+    (ex, shared)
+}
+
+/// E1: a surplus worker timing out while a task is submitted: afterwards a queued task
+/// always has a worker slot reserved (the worker stayed, or the submission reserved one).
+#[test]
+fn loom_submit_vs_surplus_exit() {
+    loom::model(|| {
+        let (_ex, shared) = pool(Builder::new().allow_core_thread_timeout(true));
+        let task = Arc::new(OnceTask::new(0, 1_000_000, || ()));
+        let submitter = {
+            let (shared, task) = (shared.clone(), task.clone());
+            thread::spawn(move || {
+                let job: Arc<dyn Job> = task;
+                // The submission's critical section, without starting the thread it may
+                // reserve (the model checks the reservation, not a spawned worker).
+                let published = shared.publish(&mut shared.queue.lock(), job);
+                published.ok().map(|(_, spawn)| spawn.is_some())
+            })
+        };
+        let exited = shared.release_if_surplus(&shared.queue.lock());
+        let reserved = submitter.join().unwrap().expect("accepted while running");
+        let workers = shared.control.load().workers();
+        assert_eq!(shared.queue.lock().len(), 1);
+        assert!(workers >= 1, "E1: a queued task has a worker");
+        assert_eq!(workers, 1 - usize::from(exited) + usize::from(reserved));
+    });
+}
+
+/// E2: with `execute_existing_delayed_tasks_after_shutdown(false)`, a delayed one-shot
+/// submitted while `shutdown` runs is refused, or accepted and then cancelled by the
+/// shutdown's pass; it never stays queued after shutdown.
+#[test]
+fn loom_shutdown_vs_schedule_without_delayed_tasks() {
+    loom::model(|| {
+        let (ex, shared) =
+            pool(Builder::new().execute_existing_delayed_tasks_after_shutdown(false));
+        let task = Arc::new(OnceTask::new(0, 1_000_000, || ()));
+        let submitter = {
+            let (shared, task) = (shared.clone(), task.clone());
+            thread::spawn(move || {
+                let job: Arc<dyn Job> = task;
+                shared.submit(job).is_ok()
+            })
+        };
+        ex.shutdown();
+        let accepted = submitter.join().unwrap();
+        assert_eq!(shared.queue.lock().len(), 0, "E2: nothing left queued");
+        let cancelled = task.header().state() == state::CANCELLED;
+        assert_eq!(
+            accepted, cancelled,
+            "accepted tasks are cancelled by the policy"
+        );
+    });
+}
+
+/// E5: termination is observed only after the shutdown caller has completed the futures
+/// of the tasks it removed, whichever of it and the last worker's exit comes last.
+#[test]
+fn loom_termination_vs_shutdown_completing_removed_tasks() {
+    loom::model(|| {
+        let (ex, shared) = pool(Builder::new());
+        let fut = ex
+            .schedule_at_fixed_rate(Duration::from_secs(1), Duration::from_secs(1), || ())
+            .unwrap();
+        let job: Arc<dyn TypedJob<()>> = fut.task().clone();
+        let worker = {
+            let (shared, job) = (shared.clone(), job.clone());
+            thread::spawn(move || {
+                // The model's worker: waits for the queue to drain after shutdown, as
+                // `next_task` does, then leaves.
+                loop {
+                    let q = shared.queue.lock();
+                    if shared.control.load().is_drained(q.len()) {
+                        assert!(shared.control.release_worker_if(|_| true));
+                        break;
+                    }
+                    drop(q);
+                    thread::yield_now();
+                }
+                shared.worker_exited(true, false);
+                if shared.is_terminated() {
+                    assert!(job.completion().is_ready(), "E5: terminated before done");
+                }
+            })
+        };
+        ex.shutdown();
+        worker.join().unwrap();
+        assert!(shared.is_terminated());
+        assert!(job.completion().is_ready());
+        assert!(fut.is_cancelled());
+    });
+}
