@@ -17,7 +17,8 @@
 # sizes) shared by all threads: no coherence traffic between cores is modelled.
 #
 # The bytes column comes from one native run of `ops bytes 2N` (a counting allocator);
-# the wall-time column from one native run of each op at 2N (noisy, indicative only).
+# the wall-time column is the median of five native runs of each op at 2N (noisy:
+# indicative only).
 #
 # Usage:   scripts/opcount.sh
 # Env:     OPCOUNT_N (default 50000; the runs use N and 2N)
@@ -126,7 +127,8 @@ echo "== native runs (bytes, wall time)" >&2
 declare -A wall bytes
 for row in "${table[@]}"; do
     op="${row%%:*}"
-    wall[$op]="$("$bin" "$op" "$n2" | sed -n 's/.*ns_per_op=\([0-9.]*\).*/\1/p')"
+    wall[$op]="$(for _ in 1 2 3 4 5; do "$bin" "$op" "$n2"; done |
+        sed -n 's/.*ns_per_op=\([0-9.]*\).*/\1/p' | sort -n | sed -n 3p)"
 done
 while read -r line; do
     op="$(sed -n 's/^op=\([a-z_]*\) .*/\1/p' <<<"$line")"
@@ -144,7 +146,7 @@ echo "Per-operation cost, N = $n1 and $n2 (figure = (count(2N) - count(N)) / N -
 echo "$(rustc --version); $(valgrind --version); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
 echo "Cache model (cachegrind): $(sed -n 's/^desc: D1 cache: *//p' "$work/${measured[0]}.$n1.cache" | tr -s ' '), LL $(sed -n 's/^desc: LL cache: *//p' "$work/${measured[0]}.$n1.cache" | tr -s ' ')."
 echo
-echo "| op | base | instructions/op | atomic RMW/op | D1 misses/op | LL misses/op | bytes/op | wall ns/op (native, 1 run) |"
+echo "| op | base | instructions/op | atomic RMW/op | D1 misses/op | LL misses/op | bytes/op | wall ns/op (native, median of 5) |"
 echo "|---|---|---:|---:|---:|---:|---|---:|"
 for row in "${table[@]}"; do
     op="${row%%:*}"
