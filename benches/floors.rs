@@ -266,17 +266,22 @@ fn main() {
     println!("| floor | median | min–max | unit |");
     println!("|---|---:|---:|---|");
     row(
-        "dependent load, random cycle over 256 MiB (cache + TLB miss)",
+        "dependent load, random cycle over 256 MiB (beyond L3: DRAM, TLB miss)",
         "ns per load",
         &pointer_chase(256 << 20, 2_000_000),
     );
     row(
-        "dependent load, random cycle over 1 MiB (L1 miss, L2 hit)",
+        "dependent load, random cycle over 32 MiB (fits L3, not L2)",
+        "ns per load",
+        &pointer_chase(32 << 20, 4_000_000),
+    );
+    row(
+        "dependent load, random cycle over 1 MiB (fits L2, not L1)",
         "ns per load",
         &pointer_chase(1 << 20, 10_000_000),
     );
     row(
-        "dependent load, random cycle over 16 KiB (L1 hit)",
+        "dependent load, random cycle over 16 KiB (fits L1)",
         "ns per load",
         &pointer_chase(16 << 10, 10_000_000),
     );
