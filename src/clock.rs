@@ -6,7 +6,8 @@
 //! a `u64`. That keeps heap entries small (8 bytes instead of a 16-byte `Instant`), makes
 //! comparisons one instruction, and gives overflow a single place to be handled:
 //! [`add`] saturates at [`FAR_FUTURE`] (about 500 years), which is the crate's "practically
-//! never" (API.md asks for a cap of no less than 100 years; Java caps at about 146).
+//! never" (the public contract asks for a cap of no less than 100 years; Java caps at
+//! about 146).
 //! Instants before the origin map to tick 0, so a deadline in the past is simply due.
 //!
 //! A [`Clock`] is either real (`Instant::now` minus an origin) or manual (an atomic offset
@@ -28,8 +29,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::sync::Ordering;
 use crate::sync::{Arc, AtomicU64, Mutex, Weak};
-use std::sync::atomic::Ordering;
 
 /// Nanoseconds since a clock's origin.
 pub(crate) type Ticks = u64;

@@ -1,5 +1,5 @@
 //! [`DelayQueue<T>`] and [`DelayKey`]: Java's `DelayQueue`, indexed, as a thin layer over
-//! the executor's blocking queue (`queue.rs`) and heap (`heap.rs`).
+//! the executor's blocking queue (`queue/mod.rs`) and heap (`queue/heap.rs`).
 //!
 //! # Design
 //! Java's `DelayQueue` wraps a `PriorityQueue` with one lock and the leader/follower wait;

@@ -64,7 +64,7 @@ impl<T> ScheduledFuture<T> {
         state::is_terminal(self.job().header().state())
     }
 
-    /// `true` for fixed-rate and fixed-delay tasks.
+    /// `true` for a periodic task: fixed rate, fixed delay or a [`Trigger`](crate::Trigger).
     pub fn is_periodic(&self) -> bool {
         self.job().header().is_periodic()
     }
@@ -221,7 +221,7 @@ impl PendingTask {
         }
     }
 
-    /// `true` for a fixed-rate or fixed-delay task.
+    /// `true` for a periodic task: fixed rate, fixed delay or a [`Trigger`](crate::Trigger).
     pub fn is_periodic(&self) -> bool {
         self.job.as_ref().is_some_and(|j| j.header().is_periodic())
     }

@@ -1,4 +1,4 @@
-//! loom models of the blocking queue's wake-up protocol (`queue.rs`, I2–I5) and of
+//! loom models of the blocking queue's wake-up protocol (`queue/mod.rs`, I2–I5) and of
 //! `DelayQueue::remove` against `take`.
 //!
 //! loom has no clock: every queue here runs on a `ManualClock`, so a leader waits without

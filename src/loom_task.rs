@@ -1,5 +1,5 @@
-//! loom models of the task state machine (`task.rs`, T1–T3) and of its interplay with the
-//! executor's queue (`executor.rs`, E2): cancel vs start, cancel vs periodic re-enqueue,
+//! loom models of the task state machine (`task/`, T1–T3) and of its interplay with the
+//! pool (`pool/`, E2): cancel vs start, cancel vs periodic re-enqueue,
 //! and waiting for a future vs its completion.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -8,21 +8,22 @@
 //! counter sits on its own cache line (`CachePadded`) and is `Relaxed`: no other memory is
 //! published through a counter. A snapshot is therefore not one atomic instant; it is
 //! exact once the pool is quiet, and final once `await_termination` has returned true
-//! (each worker bumps its counters before it exits, and exit is recorded under the queue
-//! lock that `await_termination` reads).
+//! (each worker bumps its counters before it releases its thread in the control word, an
+//! `AcqRel` exchange that the termination latch follows).
 //!
 //! Lateness is kept in a log-linear histogram ([`Lateness`]): values below 32 ns exactly,
 //! larger ones in 32 sub-buckets per power of two, so a reported percentile (the bucket's
 //! lower bound) is within 1/32 ≈ 3.1 % of the true nearest-rank value. Recording is one
-//! `Relaxed` `fetch_add` and one `fetch_max` on the recording worker's own stripe (workers
-//! pick a stripe by index), so workers do not share cache lines on the hot path; a
-//! snapshot merges the stripes. `lateness_max` is exact.
+//! `Relaxed` `fetch_add` and one `fetch_max` on stripe `worker index % STRIPES`, so up to
+//! `STRIPES` workers record without sharing a cache line (beyond that, workers share
+//! stripes); a snapshot merges the stripes. `lateness_max` is exact.
 //!
-//! The gauges (pool size, active workers, queue length) live under the queue lock with the
-//! state they describe and are read there.
+//! The gauges are read where they live: the pool size and the largest size from the
+//! control word (`pool/control.rs`), active workers and the queue length under the queue
+//! lock.
 
+use crate::sync::Ordering;
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::sync::{AtomicU64, StatCounter};

@@ -4,7 +4,8 @@
 //! mutex, `notify_*` is a single atomic load when nobody waits) and `std`'s atomics and
 //! threads. Under `cfg(all(test, loom))` the same names come from `loom`, so the queue and
 //! task protocols can be model-checked without touching their code. Only this file names
-//! `parking_lot`, `std::sync` or `loom`.
+//! `parking_lot` or `loom`, and outside tests only this file names `std::sync` (the
+//! `Ordering` enum, which loom shares with `std`, is re-exported from here).
 //!
 //! The API is parking_lot's shape: `lock()` returns a guard, `Condvar::wait` takes
 //! `&mut guard`. `wait_until` returns `true` when it timed out. loom has no clock: its timed
@@ -19,7 +20,7 @@ mod imp {
     use std::time::Instant;
 
     /// A mutex without poisoning: a panic in user code never runs under one of ours (I4 in
-    /// `queue.rs`), and bookkeeping code does not panic.
+    /// `queue/mod.rs`), and bookkeeping code does not panic.
     pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
     pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 
@@ -132,7 +133,7 @@ mod imp {
         }
     }
 
-    /// Models never get here: only the real clock spins (`queue.rs`), and every model runs
+    /// Models never get here: only the real clock spins (`queue/park.rs`), and every model runs
     /// on virtual time. Keeps the lock, which is the conservative choice if one ever did.
     pub(crate) fn unlocked<T, R>(_guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
         f()
@@ -140,6 +141,9 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+/// Memory orderings: the same enum for `std`'s and loom's atomics.
+pub(crate) use std::sync::atomic::Ordering;
 
 /// Reference counting stays `std`'s in every build: tasks are `Arc<dyn Job>` and loom's
 /// `Arc` cannot coerce to a trait object. The models check the protocols built on the

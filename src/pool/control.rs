@@ -33,8 +33,8 @@
 //! this word and the queue come from the queue lock, not from these atomics (E1 and E2
 //! in `pool/mod.rs`).
 
+use crate::sync::Ordering;
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex};

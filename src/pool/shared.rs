@@ -3,8 +3,8 @@
 //! lifecycle is in `worker.rs`, the control state in `control.rs`. Invariants E1–E5 are
 //! stated in `pool/mod.rs`.
 
+use crate::sync::Ordering;
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::control::{Control, RunState};

@@ -8,9 +8,9 @@
 //! - W2: user code (task bodies, hooks, destructors of task outputs) runs with no lock
 //!   held, inside `catch_unwind`.
 
+use crate::sync::Ordering;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::control::RunState;
@@ -145,7 +145,8 @@ fn reduce_timer_slack() {
     }
 }
 
-/// Runs a thread hook; a panic is caught and traced (API.md: the pool goes on).
+/// Runs a thread hook; a panic is caught and traced, and the pool goes on (`Builder`'s
+/// hook docs).
 fn run_hook(hook: Option<&Hook>, name: &'static str) {
     if let Some(hook) = hook {
         if catch_unwind(AssertUnwindSafe(|| hook())).is_err() {

@@ -205,7 +205,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
         true
     }
 
-    /// Removes every entry for which `keep` returns `false`; returns them. O(n).
+    /// Removes every entry for which `remove` returns `true`; returns them. O(n).
     pub(crate) fn extract_if(&mut self, mut remove: impl FnMut(&E) -> bool) -> Vec<E> {
         let mut out = Vec::new();
         let mut kept = Vec::with_capacity(self.nodes.len());

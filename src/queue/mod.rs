@@ -40,9 +40,13 @@
 //!   follower, so a due head always has a taker.
 //! - I4: no user code (task bodies, element destructors, tracing subscribers) runs under
 //!   the lock: callers get removed entries back and drop them after unlocking.
-//! - I5: whoever makes a new head (offer, re-key) or removes the head signals the leader if
-//!   there is one, else one follower.
-//!
+//! - I5: whoever makes a new head (offer, re-key) or removes a head that is not yet due
+//!   (remove by handle, `extract_if`, `clear`) signals the leader if there is one, else one
+//!   follower. Taking a *due* head (`poll`, `drain_due`, `pop`, a take) needs no signal:
+//!   the leader waiting for it is already awake or about to be (its timed wait ends at the
+//!   deadline, and on virtual time the advance that made it due signalled it), and it
+//!   re-checks the heap under the lock. `drain_due` at `shutdown_now` is followed by
+//!   `wake_all`.
 //! - I6: a [`Position`] (an entry's handle, stored with the entry's owner so that
 //!   removal needs no search) and a [`LockedCell`] are read and written only through a
 //!   [`Locked`] guard of the queue they belong to (T4 in `task/mod.rs`, made a type).
@@ -56,8 +60,8 @@
 mod heap;
 mod park;
 
+use crate::sync::Ordering;
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};

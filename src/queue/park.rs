@@ -31,7 +31,7 @@
 //! `Relaxed` while spinning: nothing is published through it, and the spinner re-checks
 //! the heap under the lock.
 
-use std::sync::atomic::Ordering;
+use crate::sync::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::sync::StatCounter;

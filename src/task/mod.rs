@@ -36,8 +36,8 @@ mod once;
 mod periodic;
 pub(crate) mod state;
 
+use crate::sync::Ordering;
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::clock::{Clock, Ticks};
@@ -59,7 +59,7 @@ pub(crate) struct Header {
     /// `true` for every schedule but a one-shot: a running periodic task is cancellable.
     periodic: bool,
     pub(crate) id: u64,
-    /// The current run's deadline, then the next one (API.md: `deadline()`). Written by
+    /// The current run's deadline, then the next one (`ScheduledFuture::deadline`). Written by
     /// the thread that owns the task's schedule at that moment (the submitter, the running
     /// worker, or `reschedule` under the queue lock); `Relaxed` reads only report it.
     deadline: AtomicU64,

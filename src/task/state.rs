@@ -22,7 +22,7 @@
 //! outcome itself travels through the `Completion` mutex, which orders it on its own).
 //! There are no plain stores: every change of state is one of the exchanges below.
 
-use std::sync::atomic::Ordering;
+use crate::sync::Ordering;
 
 use crate::sync::AtomicU8;
 
