@@ -334,6 +334,53 @@ fn op_take_run(n: usize) {
     exit();
 }
 
+/// A `ManualClock` pool whose only worker is held by a blocker task, and the sender that
+/// releases it: what is submitted next stays queued, due, until the release.
+fn manual_held() -> (ScheduledThreadPoolExecutor, mpsc::Sender<()>) {
+    let (pool, _clock) = manual_pool();
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    pool.execute(move || {
+        started_tx.send(()).expect("main waits");
+        let _ = release_rx.recv();
+    })
+    .expect("accepted");
+    started_rx.recv().expect("the blocker started");
+    (pool, release_tx)
+}
+
+/// N zero-delay `submit`s, each due when queued, and a last one that reports when it ran.
+fn submit_due_n(pool: &ScheduledThreadPoolExecutor, n: usize) -> (Futures, mpsc::Receiver<()>) {
+    let mut futs = Vec::with_capacity(n);
+    for _ in 0..n {
+        futs.push(pool.submit(|| ()).expect("accepted"));
+    }
+    let (tx, rx) = mpsc::channel();
+    pool.submit(move || tx.send(()).expect("main waits"))
+        .expect("accepted");
+    (futs, rx)
+}
+
+fn op_submit_due(n: usize) {
+    let (pool, _release) = manual_held();
+    let s = Section::begin();
+    let (futs, rx) = submit_due_n(&pool, n);
+    s.end("submit_due", n);
+    black_box((&futs, &rx));
+    exit();
+}
+
+fn op_take_run_due(n: usize) {
+    let (pool, release) = manual_held();
+    let s = Section::begin();
+    let (futs, rx) = submit_due_n(&pool, n);
+    release.send(()).expect("the blocker waits");
+    rx.recv().expect("the last task ran");
+    s.end("take_run_due", n);
+    black_box(&futs);
+    exit();
+}
+
 fn op_get(n: usize) {
     let (_pool, clock, futs, rx) = manual_with_signal(n);
     run_all(&clock, &rx);
@@ -418,6 +465,8 @@ const OPS: &[Op] = &[
     ("schedule_perm", op_schedule_perm),
     ("cancel_shuffled", op_cancel_shuffled),
     ("take_run", op_take_run),
+    ("submit_due", op_submit_due),
+    ("take_run_due", op_take_run_due),
     ("get", op_get),
     ("lock", op_lock),
     ("now", op_now),

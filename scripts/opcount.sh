@@ -46,6 +46,8 @@ table=(
     cancel_shuffled:schedule_perm
     schedule_manual:-
     take_run:schedule_manual
+    submit_due:-
+    take_run_due:submit_due
     get:take_run
     lock:-
     now:-

@@ -4,6 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::clock::ManualClock;
+use crate::queue::SpinPolicy;
 use crate::sync::Arc;
 
 /// A thread hook (`on_thread_start` / `on_thread_stop`).
@@ -46,6 +47,7 @@ pub(crate) struct Config {
     pub(crate) remove_on_cancel: bool,
     pub(crate) clock: Option<ManualClock>,
     pub(crate) late_threshold: Duration,
+    pub(crate) spin_policy: SpinPolicy,
 }
 
 /// Configures and builds a [`ScheduledThreadPoolExecutor`](crate::ScheduledThreadPoolExecutor).
@@ -90,6 +92,7 @@ impl Builder {
                 remove_on_cancel: true,
                 clock: None,
                 late_threshold: Duration::from_millis(10),
+                spin_policy: SpinPolicy::Adaptive,
             },
         }
     }
@@ -187,6 +190,13 @@ impl Builder {
         self
     }
 
+    /// Whether workers may spin instead of sleeping on the real clock (see
+    /// [`SpinPolicy`]). Default [`SpinPolicy::Adaptive`].
+    pub fn spin_policy(mut self, p: SpinPolicy) -> Self {
+        self.config.spin_policy = p;
+        self
+    }
+
     /// The finished configuration (`build` is in `executor.rs`, so this file does not
     /// depend on the executor).
     pub(crate) fn into_config(self) -> Config {
@@ -219,6 +229,7 @@ impl fmt::Debug for Config {
             .field("remove_on_cancel", &self.remove_on_cancel)
             .field("manual_clock", &self.clock.is_some())
             .field("late_threshold", &self.late_threshold)
+            .field("spin_policy", &self.spin_policy)
             .finish_non_exhaustive()
     }
 }

@@ -83,7 +83,7 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
     {
         let deadline = self.shared.clock().deadline_after(delay);
-        self.schedule_once(deadline, task)
+        self.schedule_once(deadline, delay.is_zero(), task)
     }
 
     /// Runs `task` once at `deadline`, read in the executor's clock. A deadline in the past
@@ -101,7 +101,7 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
     {
         let deadline = self.shared.clock().ticks_of(deadline);
-        self.schedule_once(deadline, task)
+        self.schedule_once(deadline, false, task)
     }
 
     /// Runs `task` first after `initial_delay`, then every `period` measured from the
@@ -183,19 +183,21 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
     {
         let deadline = self.shared.clock().now();
-        self.schedule_once(deadline, task)
+        self.schedule_once(deadline, true, task)
     }
 
+    /// `due`: `deadline` is not after a clock reading just made (the ready lane).
     fn schedule_once<F, T>(
         &self,
         deadline: Ticks,
+        due: bool,
         task: F,
     ) -> Result<ScheduledFuture<T>, ScheduleError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let task = self.shared.schedule_once(deadline, task)?;
+        let task = self.shared.schedule_once(deadline, due, task)?;
         Ok(ScheduledFuture::new(task, self.shared.clone()))
     }
 

@@ -86,12 +86,12 @@ impl<T> ScheduledFuture<T> {
 
     /// Blocks until the task is done.
     pub fn wait(&self) {
-        self.task.completion().wait(None);
+        self.task.outcome().wait(None);
     }
 
     /// Blocks until the task is done or `timeout` (real time) passes; `true` if done.
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
-        self.task.completion().wait(clock::timeout_at(timeout))
+        self.task.outcome().wait(clock::timeout_at(timeout))
     }
 
     /// Blocks until the task is done and returns its outcome (Java: `get`).
@@ -102,9 +102,7 @@ impl<T> ScheduledFuture<T> {
     /// # Panics
     /// If the future was already polled to completion as a `Future`.
     pub fn get(self) -> Result<T, TaskError> {
-        let completion = self.task.completion();
-        completion.wait(None);
-        completion.take()
+        self.task.outcome().wait_take()
     }
 
     /// Moves the task's next run to `deadline` (in the executor's clock) in O(log n),
@@ -151,7 +149,7 @@ impl<T: Send> Future for ScheduledFuture<T> {
     type Output = Result<T, TaskError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.task.completion().poll(cx)
+        self.task.outcome().poll(cx)
     }
 }
 

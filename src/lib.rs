@@ -99,6 +99,7 @@ pub use executor::ScheduledThreadPoolExecutor;
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
 pub use periodic::{MissedTicks, OnPanic, Periodic, Trigger, TriggerContext};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
+pub use queue::SpinPolicy;
 pub use stats::PoolStats;
 
 /// The README's example, compiled and run as a doctest so it cannot drift.

@@ -32,7 +32,7 @@ fn loom_submit_vs_surplus_exit() {
                 let job: Arc<dyn Job> = task;
                 // The submission's critical section, without starting the thread it may
                 // reserve (the model checks the reservation, not a spawned worker).
-                let published = shared.publish(&mut shared.queue.lock(), job);
+                let published = shared.publish(&mut shared.queue.lock(), job, false);
                 published.ok().map(|(_, spawn)| spawn.is_some())
             })
         };
@@ -58,7 +58,7 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
                 let job: Arc<dyn Job> = task;
-                shared.submit(job).is_ok()
+                shared.submit(job, false).is_ok()
             })
         };
         ex.shutdown();
@@ -98,14 +98,14 @@ fn loom_termination_vs_shutdown_completing_removed_tasks() {
                 }
                 shared.worker_exited(true, false);
                 if shared.is_terminated() {
-                    assert!(job.completion().is_ready(), "E5: terminated before done");
+                    assert!(job.outcome().is_ready(), "E5: terminated before done");
                 }
             })
         };
         ex.shutdown();
         worker.join().unwrap();
         assert!(shared.is_terminated());
-        assert!(job.completion().is_ready());
+        assert!(job.outcome().is_ready());
         assert!(fut.is_cancelled());
     });
 }

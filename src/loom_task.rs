@@ -63,7 +63,7 @@ fn loom_cancel_vs_start() {
             1,
             "T3: the closure is dropped once"
         );
-        let outcome = task.completion().take();
+        let outcome = task.outcome().wait_take();
         assert_eq!(outcome.is_ok(), ran);
     });
 }
@@ -86,7 +86,7 @@ fn loom_cancel_vs_periodic_requeue() {
             let _owned = &guard;
         }));
         let job: Arc<dyn Job> = task.clone();
-        shared.submit(job).unwrap();
+        shared.submit(job, false).unwrap();
         let worker = {
             let shared = shared.clone();
             thread::spawn(move || {
@@ -108,7 +108,7 @@ fn loom_cancel_vs_periodic_requeue() {
         assert_eq!(shared.queue.lock().len(), 0, "E2: not left in the queue");
         assert_eq!(task.header().state(), state::CANCELLED);
         assert_eq!(drops.load(Ordering::SeqCst), 1, "T3");
-        assert!(task.completion().take().unwrap_err().is_cancelled());
+        assert!(task.outcome().wait_take().unwrap_err().is_cancelled());
         drop(ex);
     });
 }
@@ -121,8 +121,8 @@ fn loom_wait_vs_complete() {
         let waiter = {
             let task = task.clone();
             thread::spawn(move || {
-                task.completion().wait(None);
-                task.completion().take().unwrap()
+                task.outcome().wait(None);
+                task.outcome().wait_take().unwrap()
             })
         };
         let clock = Clock::Manual(ManualClock::new());
@@ -152,13 +152,13 @@ fn loom_async_waker_vs_complete() {
                 let flag = Arc::new(Flag(crate::sync::AtomicBool::new(false)));
                 let waker = Waker::from(flag.clone());
                 let mut cx = Context::from_waker(&waker);
-                if let Poll::Ready(v) = task.completion().poll(&mut cx) {
+                if let Poll::Ready(v) = task.outcome().poll(&mut cx) {
                     return v.unwrap();
                 }
                 while !flag.0.load(Ordering::Acquire) {
                     thread::yield_now(); // woken exactly when the outcome is stored
                 }
-                match task.completion().poll(&mut cx) {
+                match task.outcome().poll(&mut cx) {
                     Poll::Ready(v) => v.unwrap(),
                     Poll::Pending => panic!("woken but not ready"),
                 }
@@ -182,7 +182,7 @@ fn loom_shutdown_vs_schedule() {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
                 let job: Arc<dyn Job> = task;
-                shared.submit(job).is_ok()
+                shared.submit(job, false).is_ok()
             })
         };
         ex.shutdown();
@@ -209,7 +209,7 @@ fn loom_shutdown_vs_periodic_requeue() {
         };
         let task = Arc::new(PeriodicTask::new(0, 0, rule, limits, || ()));
         let job: Arc<dyn Job> = task.clone();
-        shared.submit(job).unwrap();
+        shared.submit(job, false).unwrap();
         let entry = shared.queue.lock().poll().expect("due at 0");
         let worker = {
             let shared = shared.clone();
@@ -224,7 +224,7 @@ fn loom_shutdown_vs_periodic_requeue() {
         worker.join().unwrap();
         assert_eq!(shared.queue.lock().len(), 0, "not re-queued after shutdown");
         assert_eq!(task.header().state(), state::CANCELLED);
-        assert!(task.completion().take().unwrap_err().is_cancelled());
+        assert!(task.outcome().wait_take().unwrap_err().is_cancelled());
     });
 }
 
@@ -236,7 +236,7 @@ fn loom_cancel_vs_reschedule() {
         let (_ex, shared) = pool_with_model_worker();
         let task = Arc::new(OnceTask::new(0, 5_000_000, || ()));
         let job: Arc<dyn Job> = task.clone();
-        shared.submit(job).unwrap();
+        shared.submit(job, false).unwrap();
         let rescheduler = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || shared.reschedule(&*task, 1_000_000))

@@ -12,7 +12,7 @@ use std::time::Duration;
 use schedpool::{
     Builder, CancelHandle, DelayKey, DelayQueue, ManualClock, MissedTicks, OnPanic, PendingTask,
     Periodic, PoolStats, PriorityBlockingQueue, PriorityKey, RejectionPolicy, ScheduleError,
-    ScheduledFuture, ScheduledThreadPoolExecutor, TaskError, TriggerContext,
+    ScheduledFuture, ScheduledThreadPoolExecutor, SpinPolicy, TaskError, TriggerContext,
 };
 
 const BOUND: Duration = Duration::from_secs(10);
@@ -176,6 +176,14 @@ fn schedule_error_is_error_clone_eq() {
             assert_eq!(a == b, i == j);
         }
     }
+}
+
+#[test]
+fn spin_policy_is_copy_eq_debug_default() {
+    fn copy_eq<T: Copy + Clone + Debug + PartialEq + Eq + Send + Sync + Default>() {}
+    copy_eq::<SpinPolicy>();
+    assert_eq!(SpinPolicy::default(), SpinPolicy::Adaptive);
+    assert_eq!(format!("{:?}", SpinPolicy::Never), "Never");
 }
 
 #[test]

@@ -347,3 +347,36 @@ fn deadline_before_the_executor_was_built_runs_at_once() {
     assert_eq!(outcome(fut).unwrap(), 4);
     close(&pool);
 }
+
+#[test]
+fn every_spin_policy_runs_tasks_in_order_and_never_early() {
+    use schedpool::SpinPolicy;
+    for policy in [
+        SpinPolicy::Adaptive,
+        SpinPolicy::Unbounded,
+        SpinPolicy::Never,
+    ] {
+        let pool = ScheduledThreadPoolExecutor::builder()
+            .core_pool_size(1)
+            .spin_policy(policy)
+            .build();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let futs: Vec<_> = [15u64, 5, 10, 0]
+            .into_iter()
+            .map(|ms| {
+                let order = order.clone();
+                let due = Instant::now() + Duration::from_millis(ms);
+                pool.schedule(Duration::from_millis(ms), move || {
+                    assert!(Instant::now() >= due, "{policy:?}: never early");
+                    order.lock().unwrap().push(ms);
+                })
+                .unwrap()
+            })
+            .collect();
+        for fut in futs {
+            outcome(fut).unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec![0, 5, 10, 15], "{policy:?}");
+        close(&pool);
+    }
+}

@@ -57,7 +57,12 @@ impl Shared {
     pub(crate) fn new(config: Config) -> Arc<Shared> {
         let clock = config.clock.clone().map_or_else(Clock::real, Clock::Manual);
         let shared = Arc::new(Shared {
-            queue: BlockingQueue::new(clock.clone(), 0, Activity::default()),
+            queue: BlockingQueue::with_spin(
+                clock.clone(),
+                0,
+                Activity::default(),
+                config.spin_policy,
+            ),
             core_pool_size: AtomicUsize::new(config.core_pool_size),
             continue_periodic: AtomicBool::new(
                 config.continue_existing_periodic_tasks_after_shutdown,
@@ -78,10 +83,11 @@ impl Shared {
         shared
     }
 
-    /// Builds and submits a one-shot task.
+    /// Builds and submits a one-shot task; `due` as for [`submit`](Self::submit).
     pub(crate) fn schedule_once<F, T>(
         self: &Arc<Self>,
         deadline: Ticks,
+        due: bool,
         task: F,
     ) -> Result<Arc<dyn TypedJob<T>>, ScheduleError>
     where
@@ -90,7 +96,7 @@ impl Shared {
     {
         let id = self.next_id();
         let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(id, deadline, task));
-        if let Err(err) = self.submit(task.clone()) {
+        if let Err(err) = self.submit(task.clone(), due) {
             crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
             return Err(err);
         }
@@ -104,7 +110,7 @@ impl Shared {
     {
         let deadline = self.clock().now();
         let id = self.next_id();
-        self.submit(Arc::new(OnceTask::new(id, deadline, task)))
+        self.submit(Arc::new(OnceTask::new(id, deadline, task)), true)
     }
 
     /// Builds and submits a periodic task (see
@@ -135,6 +141,8 @@ impl Shared {
             _ => Ok(Some(earliest)),
         };
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
+        // Due at once: a zero initial delay of a fixed rule (a trigger picks its own).
+        let due = initial_delay.is_zero() && !matches!(schedule, Schedule::Trigger(_));
         let id = self.next_id();
         let task = Arc::new(PeriodicTask::new(id, deadline, schedule, limits, task));
         let ended = match first {
@@ -146,7 +154,7 @@ impl Shared {
         let typed: Arc<dyn TypedJob<()>> = task.clone();
         match ended {
             None => {
-                if let Err(err) = self.submit(typed.clone()) {
+                if let Err(err) = self.submit(typed.clone(), due) {
                     crate::task::drop_quietly((task, typed)); // contain a panicking Drop
                     return Err(err);
                 }
@@ -224,8 +232,15 @@ impl Shared {
     }
 
     /// Queues a new task, or applies the rejection policy.
-    pub(crate) fn submit(self: &Arc<Self>, job: Arc<dyn Job>) -> Result<(), ScheduleError> {
-        let published = self.publish(&mut self.queue.lock(), job);
+    /// Queues a new task, or applies the rejection policy. `due`: the task's deadline is
+    /// not after a clock reading the caller made (a zero delay), so it may take the ready
+    /// lane (`queue/lane.rs`).
+    pub(crate) fn submit(
+        self: &Arc<Self>,
+        job: Arc<dyn Job>,
+        due: bool,
+    ) -> Result<(), ScheduleError> {
+        let published = self.publish(&mut self.queue.lock(), job, due);
         match published {
             Ok((handle, spawn)) => {
                 if let Some(index) = spawn {
@@ -253,6 +268,7 @@ impl Shared {
         &self,
         q: &mut Guard<'_>,
         job: Arc<dyn Job>,
+        due: bool,
     ) -> Result<(Handle, Option<usize>), (Arc<dyn Job>, ScheduleError)> {
         // E2: the run state is read in the critical section that publishes the task, and
         // `shutdown` changes it before its own pass over the queue.
@@ -273,7 +289,8 @@ impl Shared {
                 seq,
                 value: job,
             },
-            |e| &e.value.header().position, // T4
+            due,
+            |e: &Entry| &e.value.header().position, // T4
         );
         Ok((handle, spawn))
     }
@@ -297,10 +314,14 @@ impl Shared {
         match header.state() {
             state::SCHEDULED if q.contains(handle) => {
                 let seq = q.next_seq();
-                q.update(handle, |e| {
-                    e.deadline = at;
-                    e.seq = seq; // FIFO among equal deadlines by the time of the reschedule
-                });
+                q.update_tracked(
+                    &header.position,
+                    |e| {
+                        e.deadline = at;
+                        e.seq = seq; // FIFO among equal deadlines by the time of the reschedule
+                    },
+                    |e: &Entry| &e.value.header().position, // T4
+                );
                 header.set_deadline(at);
                 self.notify_idle(&q); // a due head may have moved away
                 true
@@ -441,7 +462,8 @@ impl Shared {
                 seq,
                 value: job,
             },
-            |e| &e.value.header().position, // T4
+            false,
+            |e: &Entry| &e.value.header().position, // T4
         );
         Requeued::Queued(handle)
     }

@@ -55,7 +55,8 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
-    /// A handle that matches nothing.
+    /// A handle that matches nothing (tests; the queue has its own `Handle::NONE`).
+    #[cfg(test)]
     pub(crate) const NONE: Handle = Handle {
         slot: u32::MAX,
         gen: u32::MAX,

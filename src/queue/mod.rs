@@ -50,6 +50,9 @@
 //! - I6: a [`Position`] (an entry's handle, stored with the entry's owner so that
 //!   removal needs no search) and a [`LockedCell`] are read and written only through a
 //!   [`Locked`] guard of the queue they belong to (T4 in `task/mod.rs`, made a type).
+//! - I7: the ready lane (`lane.rs`) holds only entries that were due when queued, in
+//!   order; the head is the earlier of the lane's front and the heap's root, so entries
+//!   leave in exactly the order a heap alone would give.
 //!
 //! # Ordering
 //! The heap, the leader flag, the sequence counter and the waiting policy's state are
@@ -58,6 +61,7 @@
 //! they can live in shared task headers; the mutex orders every access, I6).
 
 mod heap;
+mod lane;
 mod park;
 
 use crate::sync::Ordering;
@@ -66,10 +70,53 @@ use std::time::Instant;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::sync::{unlocked, AtomicU64, Condvar, Mutex, MutexGuard, StatCounter};
-use heap::IndexedHeap;
+use heap::{Handle as HeapHandle, IndexedHeap};
+use lane::Lane;
 use park::{Lead, Park};
 
-pub(crate) use heap::{Handle, Ordered};
+pub use park::SpinPolicy;
+
+pub(crate) use heap::Ordered;
+
+/// Names a queued entry: a heap handle, or a ticket in the ready lane (`lane.rs`).
+/// `Copy`, never dangling: an entry that left the queue is simply not found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Handle(u64);
+
+/// Set in a lane ticket's handle. A heap handle's bits (`slot << 32 | gen`) never have it:
+/// that would take 2^31 slots, a slot table of 16 GiB. Were it to happen, such an entry
+/// would only be unreachable by handle (a cancel would leave it for the taker to skip).
+const LANE_BIT: u64 = 1 << 63;
+
+/// Where a handle points.
+enum Place {
+    Heap(HeapHandle),
+    Lane(u64),
+    Nowhere,
+}
+
+impl Handle {
+    /// A handle that matches nothing.
+    pub(crate) const NONE: Handle = Handle(u64::MAX);
+
+    fn heap(h: HeapHandle) -> Handle {
+        Handle(h.to_bits())
+    }
+
+    fn lane(ticket: u64) -> Handle {
+        Handle(ticket | LANE_BIT)
+    }
+
+    fn place(self) -> Place {
+        if self == Handle::NONE {
+            Place::Nowhere
+        } else if self.0 & LANE_BIT != 0 {
+            Place::Lane(self.0 & !LANE_BIT)
+        } else {
+            Place::Heap(HeapHandle::from_bits(self.0))
+        }
+    }
+}
 
 /// An entry's place in its queue, kept by the entry's owner (a task header) so that a
 /// removal finds the entry without a search. Only the queue reaches the handle inside,
@@ -82,7 +129,7 @@ pub(crate) struct Position(AtomicU64);
 impl Position {
     /// A position that names no entry.
     pub(crate) fn new() -> Self {
-        Position(AtomicU64::new(Handle::NONE.to_bits()))
+        Position(AtomicU64::new(Handle::NONE.0))
     }
 }
 
@@ -135,6 +182,9 @@ impl<V> Timed for TimedEntry<V> {
 pub(crate) struct State<E, X> {
     /// Pending entries, first out at the root (I1).
     heap: IndexedHeap<E>,
+    /// Entries that were due when queued, in order (`lane.rs`); a take takes the earlier
+    /// of the lane's front and the heap's root (I7).
+    lane: Lane<E>,
     /// A thread is the leader (I2).
     leader: bool,
     /// The real-clock waiting policy's state (`park.rs`).
@@ -157,24 +207,42 @@ impl<E: Timed, X> State<E, X> {
     /// The head's deadline, if any.
     #[inline]
     pub(crate) fn head_deadline(&self) -> Option<Ticks> {
-        self.heap.peek().map(Timed::deadline)
+        self.peek().map(Timed::deadline)
     }
 
-    /// The head, if any.
+    /// The head, if any: the earlier of the lane's front and the heap's root (I7).
     #[inline]
     pub(crate) fn peek(&self) -> Option<&E> {
-        self.heap.peek()
+        match (self.lane.peek(), self.heap.peek()) {
+            (Some(l), Some(h)) => Some(if h.before(l) { h } else { l }),
+            (l, h) => l.or(h),
+        }
+    }
+
+    /// Removes the head (I7).
+    #[inline]
+    fn pop_head(&mut self) -> Option<E> {
+        let from_heap = match (self.lane.peek(), self.heap.peek()) {
+            (Some(l), Some(h)) => h.before(l),
+            (None, _) => true,
+            (Some(_), None) => false,
+        };
+        if from_heap {
+            self.heap.pop()
+        } else {
+            self.lane.pop()
+        }
     }
 
     /// Entries queued.
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.lane.len()
     }
 
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.lane.is_empty()
     }
 }
 
@@ -205,11 +273,17 @@ pub(crate) struct BlockingQueue<E, X = ()> {
 
 impl<E: Timed, X> BlockingQueue<E, X> {
     pub(crate) fn new(clock: Clock, capacity: usize, ext: X) -> Self {
+        Self::with_spin(clock, capacity, ext, SpinPolicy::Adaptive)
+    }
+
+    /// As [`new`](Self::new), with the real-clock waiting policy.
+    pub(crate) fn with_spin(clock: Clock, capacity: usize, ext: X, spin: SpinPolicy) -> Self {
         BlockingQueue {
             state: Mutex::new(State {
                 heap: IndexedHeap::with_capacity(capacity),
+                lane: Lane::new(),
                 leader: false,
-                park: Park::new(),
+                park: Park::new(spin),
                 seq: 0,
                 ext,
             }),
@@ -261,7 +335,7 @@ impl<E: Timed, X> BlockingQueue<E, X> {
         self.head_changes.fetch_add(1, Ordering::Relaxed);
         if state.leader {
             self.leader_cv.notify_one();
-        } else if !state.heap.is_empty() {
+        } else if !state.is_empty() {
             self.followers.notify_one();
         }
     }
@@ -304,28 +378,51 @@ impl<E: Timed, X> std::ops::DerefMut for Locked<'_, E, X> {
 }
 
 impl<E: Timed, X> Locked<'_, E, X> {
-    /// Inserts an entry; signals a waiter if it is the new head (I5). O(log n).
+    /// Inserts an entry into the heap; signals a waiter if it is the new head (I5).
+    /// O(log n).
     #[inline]
     pub(crate) fn push(&mut self, entry: E) -> Handle {
-        let handle = self.state.heap.push(entry);
-        if self.state.heap.position(handle) == Some(0) {
-            self.queue.signal_head_changed(&self.state);
+        Handle::heap(self.push_heap(entry))
+    }
+
+    #[inline]
+    fn push_heap(&mut self, entry: E) -> HeapHandle {
+        let h = self.state.heap.push(entry);
+        if self.state.heap.position(h) == Some(0) {
+            let root = self.state.heap.peek().expect("just pushed");
+            if self.state.lane.peek().is_none_or(|l| !l.before(root)) {
+                self.queue.signal_head_changed(&self.state);
+            }
         }
-        handle
+        h
     }
 
     /// Inserts an entry and records its handle in the [`Position`] that `position` finds
-    /// in it (I6); signals a waiter if it is the new head (I5). O(log n).
+    /// in it (I6); signals a waiter if it is the new head (I5). With `due` (the caller
+    /// read the clock and the entry's deadline is not after it), the entry goes into the
+    /// ready lane when that keeps the lane in order: O(1); else into the heap: O(log n).
     #[inline]
     pub(crate) fn push_tracked(
         &mut self,
         entry: E,
+        due: bool,
         position: impl FnOnce(&E) -> &Position,
     ) -> Handle {
-        let handle = self.push(entry);
-        if let Some(entry) = self.state.heap.get(handle) {
+        let (handle, stored) = if due && self.state.lane.accepts(&entry) {
+            let first = self.state.lane.is_empty()
+                && self.state.heap.peek().is_none_or(|h| !h.before(&entry));
+            let ticket = self.state.lane.push(entry);
+            if first {
+                self.queue.signal_head_changed(&self.state); // I5: a new (due) head
+            }
+            (Handle::lane(ticket), self.state.lane.get(ticket))
+        } else {
+            let h = self.push_heap(entry);
+            (Handle::heap(h), self.state.heap.get(h))
+        };
+        if let Some(entry) = stored {
             // Relaxed: under the lock (I6).
-            position(entry).0.store(handle.to_bits(), Ordering::Relaxed);
+            position(entry).0.store(handle.0, Ordering::Relaxed);
         }
         handle
     }
@@ -334,7 +431,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
     #[inline]
     pub(crate) fn handle_at(&self, position: &Position) -> Handle {
         // Relaxed: under the lock (I6).
-        Handle::from_bits(position.0.load(Ordering::Relaxed))
+        Handle(position.0.load(Ordering::Relaxed))
     }
 
     /// Removes the entry at `position`, if it is still queued (I5 if it was the head).
@@ -351,38 +448,70 @@ impl<E: Timed, X> Locked<'_, E, X> {
         cell.0.swap(value, Ordering::Relaxed)
     }
 
-    /// Removes the entry `h` names (I5 if it was the head). O(log n).
+    /// Removes the entry `h` names (I5 if it was the head). O(log n) in the heap, O(1) in
+    /// the lane (whose entries are due: no signal, I5).
     #[inline]
     pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
-        let was_head = self.state.heap.position(h)? == 0;
-        let entry = self.state.heap.remove(h);
-        if was_head {
-            self.queue.signal_head_changed(&self.state);
+        match h.place() {
+            Place::Heap(h) => {
+                let was_root = self.state.heap.position(h)? == 0;
+                let entry = self.state.heap.remove(h);
+                if was_root {
+                    self.queue.signal_head_changed(&self.state);
+                }
+                entry
+            }
+            Place::Lane(ticket) => self.state.lane.remove(ticket),
+            Place::Nowhere => None,
         }
-        entry
     }
 
-    /// Changes the key of the entry `h` names (I5 if the head changed). O(log n).
-    pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> bool {
-        let Some(old) = self.state.heap.position(h) else {
-            return false;
-        };
-        self.state.heap.update(h, f);
-        if old == 0 || self.state.heap.position(h) == Some(0) {
-            self.queue.signal_head_changed(&self.state);
+    /// Changes the key of the entry at `position` (I5 if the head changed) and keeps
+    /// `position` naming it (`position_of` finds it in the entry). An entry in the lane
+    /// moves to the heap. O(log n).
+    pub(crate) fn update_tracked(
+        &mut self,
+        position: &Position,
+        f: impl FnOnce(&mut E),
+        position_of: impl FnOnce(&E) -> &Position,
+    ) -> bool {
+        match self.handle_at(position).place() {
+            Place::Heap(h) => {
+                let Some(old) = self.state.heap.position(h) else {
+                    return false;
+                };
+                self.state.heap.update(h, f);
+                if old == 0 || self.state.heap.position(h) == Some(0) {
+                    self.queue.signal_head_changed(&self.state);
+                }
+                true
+            }
+            Place::Lane(ticket) => {
+                let Some(mut entry) = self.state.lane.remove(ticket) else {
+                    return false;
+                };
+                f(&mut entry);
+                self.push_tracked(entry, false, position_of);
+                true
+            }
+            Place::Nowhere => false,
         }
-        true
     }
 
-    /// `true` if the entry `h` names is in the heap.
+    /// `true` if the entry `h` names is queued.
     #[inline]
     pub(crate) fn contains(&self, h: Handle) -> bool {
-        self.state.heap.position(h).is_some()
+        match h.place() {
+            Place::Heap(h) => self.state.heap.position(h).is_some(),
+            Place::Lane(ticket) => self.state.lane.get(ticket).is_some(),
+            Place::Nowhere => false,
+        }
     }
 
     /// Removes every entry `remove` selects; signals the leader (the head may have gone).
-    pub(crate) fn extract_if(&mut self, remove: impl FnMut(&E) -> bool) -> Vec<E> {
-        let out = self.state.heap.extract_if(remove);
+    pub(crate) fn extract_if(&mut self, mut remove: impl FnMut(&E) -> bool) -> Vec<E> {
+        let mut out = self.state.lane.extract_if(&mut remove);
+        out.extend(self.state.heap.extract_if(remove));
         if !out.is_empty() {
             self.queue.signal_head_changed(&self.state);
         }
@@ -391,7 +520,8 @@ impl<E: Timed, X> Locked<'_, E, X> {
 
     /// Removes everything (entries in no particular order).
     pub(crate) fn clear(&mut self) -> Vec<E> {
-        let out = self.state.heap.clear();
+        let mut out = self.state.lane.clear();
+        out.extend(self.state.heap.clear());
         self.queue.signal_head_changed(&self.state);
         out
     }
@@ -401,7 +531,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
     pub(crate) fn poll(&mut self) -> Option<E> {
         let deadline = self.state.head_deadline()?;
         if deadline <= self.queue.clock.now() {
-            self.state.heap.pop()
+            self.state.pop_head()
         } else {
             None
         }
@@ -411,14 +541,14 @@ impl<E: Timed, X> Locked<'_, E, X> {
     /// always due (the priority queue, where nobody leads) and for draining.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<E> {
-        self.state.heap.pop()
+        self.state.pop_head()
     }
 
     /// Every entry due at `now`, in order.
     pub(crate) fn drain_due(&mut self, now: Ticks) -> Vec<E> {
         let mut out = Vec::new();
         while self.state.head_deadline().is_some_and(|d| d <= now) {
-            out.extend(self.state.heap.pop());
+            out.extend(self.state.pop_head());
         }
         out
     }
@@ -454,7 +584,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
             let now = head.map_or(0, |_| queue.clock.now());
             if let Some(deadline) = head.filter(|&d| d <= now) {
                 debug_assert!(deadline <= now);
-                let entry = self.state.heap.pop().expect("the head was just seen");
+                let entry = self.state.pop_head().expect("the head was just seen");
                 break Take::Item(entry, now);
             }
             if expired {
@@ -501,7 +631,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
             expired = timed_out && timeout.is_some_and(|t| Instant::now() >= t);
         };
         // I3: hand leadership on before returning.
-        if !self.state.heap.is_empty() && !self.state.leader {
+        if !self.state.is_empty() && !self.state.leader {
             queue.followers.notify_one();
         }
         result
@@ -635,7 +765,113 @@ mod tests {
         assert_eq!(q.lock().remove(h).map(|e| e.value), Some(1));
         assert!(q.lock().remove(h).is_none());
         let mut g = q.lock();
-        assert!(matches!(g.take(None, |s| s.heap.is_empty()), Take::Stopped));
+        assert!(matches!(g.take(None, |s| s.is_empty()), Take::Stopped));
+    }
+
+    /// An entry that tracks its own position, like a task.
+    type Tracked = TimedEntry<Arc<(u32, Position)>>;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Offer `delay` ms ahead; `hint`: offer a zero delay as due (the lane).
+        Push {
+            delay: u64,
+            hint: bool,
+        },
+        Advance(u64),
+        Poll,
+        Remove(usize),
+        Update(usize, u64),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (0..3u64, any::<bool>()).prop_map(|(delay, hint)| Op::Push { delay, hint }),
+            1 => (0..3u64).prop_map(Op::Advance),
+            3 => Just(Op::Poll),
+            2 => any::<usize>().prop_map(Op::Remove),
+            1 => (any::<usize>(), 0..3u64).prop_map(|(i, d)| Op::Update(i, d)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// I7: with the ready lane beside the heap, entries leave in exactly the
+        /// (deadline, seq) order of a sorted model, removal and re-keying by position work
+        /// wherever the entry sits, and stale positions name nothing.
+        #[test]
+        fn heap_and_lane_match_a_sorted_model(ops in proptest::collection::vec(op(), 0..120)) {
+            let (clock, q) = {
+                let c = ManualClock::new();
+                (c.clone(), BlockingQueue::<Tracked>::new(Clock::Manual(c), 0, ()))
+            };
+            let mut model: Vec<(Ticks, u64, u32)> = Vec::new(); // (deadline, seq, id)
+            let mut issued: Vec<Arc<(u32, Position)>> = Vec::new();
+            let mut now: Ticks = 0;
+            for op in ops {
+                let mut g = q.lock();
+                match op {
+                    Op::Push { delay, hint } => {
+                        let id = issued.len() as u32;
+                        let value = Arc::new((id, Position::new()));
+                        issued.push(value.clone());
+                        let deadline = now + delay * MS;
+                        let seq = g.next_seq();
+                        let due = hint && delay == 0;
+                        g.push_tracked(TimedEntry { deadline, seq, value }, due, |e| &e.value.1);
+                        model.push((deadline, seq, id));
+                    }
+                    Op::Advance(ms) => {
+                        drop(g);
+                        clock.advance(Duration::from_millis(ms));
+                        now += ms * MS;
+                        continue;
+                    }
+                    Op::Poll => {
+                        model.sort();
+                        let want = model.first().filter(|m| m.0 <= now).copied();
+                        let got = g.poll().map(|e| (e.deadline, e.seq, e.value.0));
+                        proptest::prop_assert_eq!(got, want);
+                        if want.is_some() {
+                            model.remove(0);
+                        }
+                    }
+                    Op::Remove(i) if !issued.is_empty() => {
+                        let target = issued[i % issued.len()].clone();
+                        let got = g.remove_tracked(&target.1).map(|e| e.value.0);
+                        let at = model.iter().position(|m| m.2 == target.0);
+                        proptest::prop_assert_eq!(got, at.map(|k| model[k].2));
+                        if let Some(k) = at {
+                            model.remove(k);
+                        }
+                    }
+                    Op::Update(i, delay) if !issued.is_empty() => {
+                        let target = issued[i % issued.len()].clone();
+                        let deadline = now + delay * MS;
+                        let seq = g.next_seq();
+                        let moved = g.update_tracked(
+                            &target.1,
+                            |e| {
+                                e.deadline = deadline;
+                                e.seq = seq;
+                            },
+                            |e| &e.value.1,
+                        );
+                        let at = model.iter().position(|m| m.2 == target.0);
+                        proptest::prop_assert_eq!(moved, at.is_some());
+                        if let Some(k) = at {
+                            model[k] = (deadline, seq, target.0);
+                        }
+                    }
+                    Op::Remove(_) | Op::Update(..) => {}
+                }
+                g.state.lane.check_invariants();
+                g.state.heap.check_invariants();
+                model.sort();
+                proptest::prop_assert_eq!(g.len(), model.len());
+                proptest::prop_assert_eq!(g.head_deadline(), model.first().map(|m| m.0));
+            }
+        }
     }
 
     fn wait_for(cond: impl Fn() -> bool) {

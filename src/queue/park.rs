@@ -15,8 +15,9 @@
 //! A spinner watches the queue's `head_changes` counter ([`spin`]) and re-checks
 //! everything under the lock when it stops, exactly as after a wake-up.
 //!
-//! Spinning is capped at `1 / SPIN_SHARE` of every `SPIN_WINDOW` of wall time per queue
-//! (5 %); an idle spin that a new head ends is not charged (it replaced a futex wake-up).
+//! Under [`SpinPolicy::Adaptive`] (the default), spinning is capped at `1 / SPIN_SHARE` of
+//! every `SPIN_WINDOW` of wall time per queue (5 %); `Unbounded` lifts the cap and
+//! `Never` never spins; an idle spin that a new head ends is not charged (it replaced a futex wake-up).
 //! Past the cap, a leader whose deadline is that close sleeps at least `LEADER_SPIN` and
 //! takes what fell due meanwhile in one go (a longer [`Lead::Sleep`]), so a dense schedule costs
 //! neither a spinning core nor a futex round trip per deadline.
@@ -45,9 +46,50 @@ const SPIN_WINDOW: Duration = Duration::from_millis(10);
 /// Spinning may use `1 / SPIN_SHARE` of each window (5 %).
 const SPIN_SHARE: u32 = 20;
 
+/// How a pool's workers wait on the real clock: whether they may spin instead of sleeping
+/// (set with [`Builder::spin_policy`](crate::Builder::spin_policy)). A `ManualClock`
+/// never spins, whatever the policy.
+///
+/// ```text
+/// policy      leader near a deadline           idle worker            CPU cost
+/// Adaptive    spins the last 50 µs             spins 20 µs, then      spinning capped at 5 %
+///             (within the cap), else sleeps    parks                  of wall time per pool
+/// Unbounded   always spins the last 50 µs      spins 20 µs, then      uncapped: a dense schedule
+///                                              parks                  keeps a core busy
+/// Never       sleeps until the deadline        parks at once          none: every wait is a sleep
+/// ```
+///
+/// A sleep ends as late as the operating system wakes the thread: tens of microseconds
+/// on a loaded machine (`docs/BENCHMARKS.md` measures it), which is the precision
+/// `Never` gives.
+///
+/// ```
+/// use schedpool::{ScheduledThreadPoolExecutor, SpinPolicy};
+///
+/// let pool = ScheduledThreadPoolExecutor::builder()
+///     .core_pool_size(1)
+///     .spin_policy(SpinPolicy::Never) // a server that must not burn CPU
+///     .build();
+/// assert_eq!(pool.submit(|| 1).unwrap().get().unwrap(), 1);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SpinPolicy {
+    /// Spin near deadlines and briefly when idle, at most 5 % of wall time per pool (the
+    /// default).
+    #[default]
+    Adaptive,
+    /// Spin near every deadline and briefly when idle, without a cap: the best precision
+    /// under dense schedules, at the cost of a busy core.
+    Unbounded,
+    /// Never spin: every wait sleeps.
+    Never,
+}
+
 /// The waiting policy's state for one queue; guarded by the queue lock.
 #[derive(Debug)]
 pub(super) struct Park {
+    policy: SpinPolicy,
     window_start: Instant,
     spent: Duration,
     /// An idle taker is spinning with the lock released (P1).
@@ -64,8 +106,9 @@ pub(super) enum Lead {
 }
 
 impl Park {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(policy: SpinPolicy) -> Self {
         Park {
+            policy,
             window_start: Instant::now(),
             spent: Duration::ZERO,
             spinning: false,
@@ -74,6 +117,11 @@ impl Park {
 
     /// Whether a spin may start at `now` (P2).
     fn allows(&mut self, now: Instant) -> bool {
+        match self.policy {
+            SpinPolicy::Never => return false,
+            SpinPolicy::Unbounded => return true,
+            SpinPolicy::Adaptive => {}
+        }
         if now.saturating_duration_since(self.window_start) >= SPIN_WINDOW {
             self.window_start = now;
             self.spent = Duration::ZERO;
@@ -83,6 +131,9 @@ impl Park {
 
     /// The leader's plan for a head due at `due`, with the caller's `timeout`.
     pub(super) fn plan_lead(&mut self, due: Instant, timeout: Option<Instant>) -> Lead {
+        if self.policy == SpinPolicy::Never {
+            return Lead::Sleep(earliest(Some(due), timeout));
+        }
         let spin_from = due.checked_sub(LEADER_SPIN).unwrap_or(due);
         let now = Instant::now();
         if now < spin_from {
@@ -164,8 +215,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn never_sleeps_until_the_deadline_and_never_idles_spinning() {
+        let mut p = Park::new(SpinPolicy::Never);
+        let due = Instant::now() + Duration::from_micros(10);
+        assert!(matches!(p.plan_lead(due, None), Lead::Sleep(Some(u)) if u == due));
+        assert!(p.begin_idle_spin(None).is_none());
+    }
+
+    #[test]
+    fn unbounded_spins_past_the_budget() {
+        let mut p = Park::new(SpinPolicy::Unbounded);
+        p.charge_lead(Spun {
+            length: SPIN_WINDOW,
+            new_head: false,
+        });
+        let due = Instant::now() + Duration::from_micros(10);
+        assert!(matches!(p.plan_lead(due, None), Lead::Spin(u) if u == due));
+        assert!(p.begin_idle_spin(None).is_some());
+    }
+
+    #[test]
     fn a_far_deadline_sleeps_until_the_spin_window() {
-        let mut p = Park::new();
+        let mut p = Park::new(SpinPolicy::Adaptive);
         let due = Instant::now() + Duration::from_secs(1);
         match p.plan_lead(due, None) {
             Lead::Sleep(Some(until)) => assert_eq!(until, due - LEADER_SPIN),
@@ -175,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_near_deadline_spins_until_the_budget_is_spent() {
-        let mut p = Park::new();
+        let mut p = Park::new(SpinPolicy::Adaptive);
         let due = Instant::now() + Duration::from_micros(10);
         assert!(matches!(p.plan_lead(due, None), Lead::Spin(u) if u == due));
         p.charge_lead(Spun {
@@ -190,7 +261,7 @@ mod tests {
 
     #[test]
     fn one_idle_spinner_at_a_time_and_a_new_head_is_not_charged() {
-        let mut p = Park::new();
+        let mut p = Park::new(SpinPolicy::Adaptive);
         assert!(p.begin_idle_spin(None).is_some());
         assert!(p.begin_idle_spin(None).is_none(), "P1");
         p.end_idle_spin(Spun {

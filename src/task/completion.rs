@@ -1,15 +1,23 @@
-//! [`Completion`]: the slot a task's outcome is delivered through, with its waiters.
+//! [`Completion`]: a task's stage, the one slot that holds first its closure and then its
+//! outcome, with the waiters of its futures.
 //!
 //! # Design
-//! One mutex guards the outcome and the last async waker; one condition variable carries
-//! the wake-up of threads blocked in [`Completion::wait`]. The task's author writes the
-//! outcome once (T2, `task/mod.rs`); `get` or `poll` moves it out once.
+//! One mutex guards the stage: `Pending` (the closure while the task is not running, and
+//! the last async waker) until the task ends, then `Ready` (the outcome), then `Taken`.
+//! Closure and outcome share the storage, as tokio's `Stage` does, and one lock covers
+//! both, so a cancel takes the closure and stores `Cancelled` in one critical section and
+//! `get` on a finished future waits and takes in one. One condition variable carries the
+//! wake-up of threads blocked in [`Outcome::wait`].
 //!
 //! # Invariants
-//! - K1: the slot goes `Waiting -> Ready -> Taken`, never back; `complete` is the only way
-//!   into `Ready` and runs once per task (T2).
-//! - K2: `complete` wakes every blocked waiter and the last registered waker after the
-//!   slot is `Ready`, so no waiter misses the outcome.
+//! - K1: the stage goes `Pending -> Ready -> Taken`, never back; [`Completion::complete`]
+//!   and [`Completion::cancel`] are the only ways into `Ready` and their caller won the
+//!   task's terminal transition (T2), so the outcome is written once.
+//! - K2: whoever moves the stage to `Ready` wakes every blocked waiter and the last
+//!   registered waker after it, so no waiter misses the outcome.
+//! - K3 (T3's storage): the closure is in the stage only while `Pending`; the thread that
+//!   takes it out owns it, and a periodic run puts it back only together with its
+//!   RUNNING -> SCHEDULED exchange ([`Completion::put_back`]).
 //!
 //! # Ordering
 //! Everything goes through the mutex: the outcome written under it happens-before a
@@ -21,67 +29,140 @@ use std::time::Instant;
 use crate::error::TaskError;
 use crate::sync::{Condvar, Mutex};
 
-/// The slot a task's outcome is delivered through, with its waiters.
-pub(crate) struct Completion<T> {
-    slot: Mutex<Slot<T>>,
-    /// Threads blocked in `wait`; notified after the slot becomes `Ready`.
+/// A task's stage and its waiters; `B` is what the task keeps while pending (its closure),
+/// `T` its output.
+pub(crate) struct Completion<B, T> {
+    stage: Mutex<Stage<B, T>>,
+    /// Threads blocked in `wait`; notified after the stage becomes `Ready` (K2).
     done: Condvar,
 }
 
-enum Slot<T> {
-    /// Not done yet; the last async waker to be told.
-    Waiting(Option<Waker>),
+enum Stage<B, T> {
+    /// Not done yet: the closure (`None` while a run holds it) and the last async waker.
+    Pending {
+        body: Option<B>,
+        waker: Option<Waker>,
+    },
     Ready(Result<T, TaskError>),
     /// The outcome was moved out by `get` or `poll`.
     Taken,
 }
 
-impl<T> Completion<T> {
-    pub(crate) fn new() -> Self {
+/// What a future needs from a task's completion, whatever the task's closure type.
+pub(crate) trait Outcome<T>: Send + Sync {
+    /// Blocks until the outcome is stored, or `until` passes; `true` if it is stored.
+    fn wait(&self, until: Option<Instant>) -> bool;
+
+    /// Blocks until the outcome is stored and moves it out, in one critical section when
+    /// it is already there.
+    ///
+    /// # Panics
+    /// If the outcome was already taken (the future was polled to completion before).
+    fn wait_take(&self) -> Result<T, TaskError>;
+
+    /// The `Future::poll` of a `ScheduledFuture`.
+    fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>>;
+
+    /// `true` once the outcome is stored (or taken).
+    #[cfg(test)]
+    fn is_ready(&self) -> bool;
+}
+
+impl<B, T> Completion<B, T> {
+    pub(crate) fn new(body: B) -> Self {
         Completion {
-            slot: Mutex::new(Slot::Waiting(None)),
+            stage: Mutex::new(Stage::Pending {
+                body: Some(body),
+                waker: None,
+            }),
             done: Condvar::new(),
         }
     }
 
-    /// Stores the outcome and wakes every waiter (T2: called once).
+    /// Takes the closure out (K3): `None` if a run holds it or the task has ended.
+    pub(crate) fn take_body(&self) -> Option<B> {
+        match &mut *self.stage.lock() {
+            Stage::Pending { body, .. } => body.take(),
+            Stage::Ready(_) | Stage::Taken => None,
+        }
+    }
+
+    /// Puts a periodic task's closure back if `exchange` (its RUNNING -> SCHEDULED
+    /// transition, attempted under this lock) succeeds; else hands it back to the caller
+    /// to drop outside the lock (K3).
+    pub(crate) fn put_back(&self, b: B, exchange: impl FnOnce() -> bool) -> Option<B> {
+        let mut stage = self.stage.lock();
+        match &mut *stage {
+            Stage::Pending { body, .. } if exchange() => {
+                debug_assert!(body.is_none(), "K3: one closure");
+                *body = Some(b);
+                None
+            }
+            _ => Some(b),
+        }
+    }
+
+    /// Stores the outcome and wakes every waiter (K1, K2: called once, by the author of
+    /// the terminal transition).
     pub(crate) fn complete(&self, outcome: Result<T, TaskError>) {
-        let waker = {
-            let mut slot = self.slot.lock();
-            match std::mem::replace(&mut *slot, Slot::Ready(outcome)) {
-                Slot::Waiting(waker) => waker,
+        let (waker, leftover) = {
+            let mut stage = self.stage.lock();
+            match std::mem::replace(&mut *stage, Stage::Ready(outcome)) {
+                Stage::Pending { body, waker } => (waker, body),
                 previous => {
-                    // T2 broken: keep the first outcome (drop the new one after unlocking).
+                    // K1 broken: keep the first outcome (drop the new one after unlocking).
                     debug_assert!(false, "a task completed twice");
-                    let second = std::mem::replace(&mut *slot, previous);
-                    drop(slot);
+                    let second = std::mem::replace(&mut *stage, previous);
+                    drop(stage);
                     drop(second);
                     return;
                 }
             }
         };
-        // The slot is Ready before this notify; a waiter either saw it under the lock or is
-        // parked on `done` already (it released the lock by waiting).
+        debug_assert!(leftover.is_none(), "K3: the closure left before completion");
+        drop(leftover);
+        self.wake(waker);
+    }
+
+    /// For a cancel that won its transition (T2): takes the closure out (for the caller
+    /// to drop, outside the lock) and stores `Cancelled`, in one critical section (K1,
+    /// K2, K3).
+    pub(crate) fn cancel(&self) -> Option<B> {
+        let (waker, body) = {
+            let mut stage = self.stage.lock();
+            match std::mem::replace(&mut *stage, Stage::Ready(Err(TaskError::Cancelled))) {
+                Stage::Pending { body, waker } => (waker, body),
+                previous => {
+                    debug_assert!(false, "a cancelled task had completed");
+                    *stage = previous;
+                    return None;
+                }
+            }
+        };
+        self.wake(waker);
+        body
+    }
+
+    /// K2: after the stage became `Ready`.
+    fn wake(&self, waker: Option<Waker>) {
+        // The stage is Ready before this notify; a waiter either saw it under the lock or
+        // is parked on `done` already (it released the lock by waiting).
         self.done.notify_all();
         if let Some(waker) = waker {
             waker.wake();
         }
     }
+}
 
-    #[cfg(test)]
-    pub(crate) fn is_ready(&self) -> bool {
-        !matches!(*self.slot.lock(), Slot::Waiting(_))
-    }
-
-    /// Blocks until the outcome is stored, or `until` passes; `true` if it is stored.
-    pub(crate) fn wait(&self, until: Option<Instant>) -> bool {
-        let mut slot = self.slot.lock();
-        while matches!(*slot, Slot::Waiting(_)) {
+impl<B: Send, T: Send> Outcome<T> for Completion<B, T> {
+    fn wait(&self, until: Option<Instant>) -> bool {
+        let mut stage = self.stage.lock();
+        while matches!(*stage, Stage::Pending { .. }) {
             match until {
-                None => self.done.wait(&mut slot),
+                None => self.done.wait(&mut stage),
                 Some(until) => {
-                    if self.done.wait_until(&mut slot, until) {
-                        return !matches!(*slot, Slot::Waiting(_));
+                    if self.done.wait_until(&mut stage, until) {
+                        return !matches!(*stage, Stage::Pending { .. });
                     }
                 }
             }
@@ -89,34 +170,38 @@ impl<T> Completion<T> {
         true
     }
 
-    /// Moves the outcome out after `wait` returned true.
-    ///
-    /// # Panics
-    /// If the outcome was already taken (the future was polled to completion before).
-    pub(crate) fn take(&self) -> Result<T, TaskError> {
-        match std::mem::replace(&mut *self.slot.lock(), Slot::Taken) {
-            Slot::Ready(outcome) => outcome,
-            Slot::Waiting(_) => unreachable!("take before the task completed"),
-            Slot::Taken => panic!("ScheduledFuture outcome taken twice (polled after Ready?)"),
+    fn wait_take(&self) -> Result<T, TaskError> {
+        let mut stage = self.stage.lock();
+        while matches!(*stage, Stage::Pending { .. }) {
+            self.done.wait(&mut stage);
+        }
+        match std::mem::replace(&mut *stage, Stage::Taken) {
+            Stage::Ready(outcome) => outcome,
+            Stage::Pending { .. } => unreachable!("waited until not pending"),
+            Stage::Taken => panic!("ScheduledFuture outcome taken twice (polled after Ready?)"),
         }
     }
 
-    /// The `Future::poll` of a `ScheduledFuture`.
-    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
-        let mut slot = self.slot.lock();
-        match &mut *slot {
-            Slot::Waiting(waker) => {
+    fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
+        let mut stage = self.stage.lock();
+        match &mut *stage {
+            Stage::Pending { waker, .. } => {
                 if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                     *waker = Some(cx.waker().clone());
                 }
                 Poll::Pending
             }
-            Slot::Ready(_) => match std::mem::replace(&mut *slot, Slot::Taken) {
-                Slot::Ready(outcome) => Poll::Ready(outcome),
+            Stage::Ready(_) => match std::mem::replace(&mut *stage, Stage::Taken) {
+                Stage::Ready(outcome) => Poll::Ready(outcome),
                 _ => unreachable!(),
             },
-            Slot::Taken => panic!("ScheduledFuture polled after it returned Ready"),
+            Stage::Taken => panic!("ScheduledFuture polled after it returned Ready"),
         }
+    }
+
+    #[cfg(test)]
+    fn is_ready(&self) -> bool {
+        !matches!(*self.stage.lock(), Stage::Pending { .. })
     }
 }
 
@@ -128,13 +213,39 @@ mod tests {
 
     #[test]
     fn completion_wait_times_out_and_wakes() {
-        let c = Arc::new(Completion::<u8>::new());
+        let c = Arc::new(Completion::<(), u8>::new(()));
         assert!(!c.wait(Some(Instant::now() + Duration::from_millis(5))));
+        assert_eq!(
+            c.take_body(),
+            Some(()),
+            "K3: the closure leaves before the run"
+        );
         let c2 = c.clone();
         let waiter = std::thread::spawn(move || c2.wait(None));
         c.complete(Ok(3));
         assert!(waiter.join().unwrap());
         assert!(c.is_ready());
-        assert_eq!(c.take().unwrap(), 3);
+        assert_eq!(c.wait_take().unwrap(), 3);
+    }
+
+    #[test]
+    fn cancel_hands_the_closure_back_and_stores_cancelled() {
+        let c = Completion::<u8, ()>::new(7);
+        assert_eq!(c.cancel(), Some(7));
+        assert!(c.wait_take().unwrap_err().is_cancelled());
+        assert_eq!(c.take_body(), None, "K1: never back to pending");
+    }
+
+    #[test]
+    fn put_back_only_with_a_successful_exchange() {
+        let c = Completion::<u8, ()>::new(1);
+        let b = c.take_body().unwrap();
+        assert_eq!(
+            c.put_back(b, || false),
+            Some(1),
+            "a failed exchange hands it back"
+        );
+        assert_eq!(c.put_back(1, || true), None);
+        assert_eq!(c.take_body(), Some(1));
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! # Design
 //! A task is one allocation: an `Arc` holding the [`Header`] (atomic state, deadline,
-//! heap handle), the closure behind a small mutex, and the [`Completion`] its futures wait
-//! on. The queue holds it as `Arc<dyn Job>`; a [`ScheduledFuture`](crate::ScheduledFuture)
+//! queue position) and the [`Completion`]: one mutex-guarded stage that holds the closure
+//! while the task is pending and its outcome once it is done, which its futures wait on. The queue holds it as `Arc<dyn Job>`; a [`ScheduledFuture`](crate::ScheduledFuture)
 //! holds the same allocation as `Arc<dyn TypedJob<T>>`, which knows the output type.
 //!
 //! - `state.rs`: the state machine (diagram there), one `AtomicU8`.
@@ -16,10 +16,11 @@
 //! - T1: at most one thread is between a successful `start` and the end of that run.
 //! - T2: exactly one transition into a terminal state succeeds; its author, and only it,
 //!   completes the [`Completion`] (so a future's outcome is written once).
-//! - T3: the closure lives in `body` while SCHEDULED. The thread that moved the task to
-//!   RUNNING takes it out for the run; a periodic run puts it back only if its
-//!   RUNNING -> SCHEDULED exchange succeeds, which it attempts while holding `body`'s lock.
-//!   A canceller takes whatever is in `body` after its own exchange. So exactly one thread
+//! - T3: the closure lives in the task's stage (`completion.rs`) while SCHEDULED. The
+//!   thread that moved the task to RUNNING takes it out for the run; a periodic run puts
+//!   it back only if its RUNNING -> SCHEDULED exchange succeeds, which it attempts while
+//!   holding the stage's lock. A canceller takes whatever is in the stage after its own
+//!   exchange, in the critical section that stores `Cancelled`. So exactly one thread
 //!   drops the closure, and a cancelled task never keeps it.
 //! - T4: `Header::position` and `Header::rescheduled` are read and written only under the
 //!   owning queue's lock; their types (`queue::Position`, `queue::LockedCell`) make that a
@@ -47,7 +48,7 @@ use crate::queue::{LockedCell, Position};
 use crate::stats::Counters;
 use crate::sync::AtomicU64;
 
-pub(crate) use completion::Completion;
+pub(crate) use completion::{Completion, Outcome};
 pub(crate) use once::OnceTask;
 pub(crate) use periodic::PeriodicTask;
 use state::TaskState;
@@ -187,7 +188,8 @@ pub(crate) trait Job: Send + Sync {
 
 /// A task whose output type is known: what a `ScheduledFuture<T>` holds.
 pub(crate) trait TypedJob<T>: Job {
-    fn completion(&self) -> &Completion<T>;
+    /// Where the outcome is delivered (`completion.rs`).
+    fn outcome(&self) -> &dyn Outcome<T>;
 }
 
 /// Counts a finished run (and its panic) before its outcome is published.

@@ -3,19 +3,17 @@
 //! SCHEDULED -> RUNNING -> DONE or PANICKED, or SCHEDULED -> CANCELLED; a started
 //! one-shot cannot be cancelled (`state.rs`). T1–T3 are stated in `task/mod.rs`.
 
-use super::{count_run, drop_quietly, Completion, Header, Job, RunReport, TypedJob};
+use super::{count_run, drop_quietly, Completion, Header, Job, Outcome, RunReport, TypedJob};
 use crate::clock::{Clock, Ticks};
 use crate::error::{run_caught, TaskError};
 use crate::periodic::Schedule;
 use crate::stats::Counters;
-use crate::sync::Mutex;
 
 /// A one-shot task (Java: `ScheduledFutureTask` with `period == 0`).
 pub(crate) struct OnceTask<F, T> {
     header: Header,
-    /// The closure while SCHEDULED (T3).
-    body: Mutex<Option<F>>,
-    done: Completion<T>,
+    /// The closure while SCHEDULED (T3), then the outcome.
+    done: Completion<F, T>,
 }
 
 impl<F, T> OnceTask<F, T>
@@ -26,14 +24,13 @@ where
     pub(crate) fn new(id: u64, deadline: Ticks, f: F) -> Self {
         OnceTask {
             header: Header::new(false, id, deadline),
-            body: Mutex::new(Some(f)),
-            done: Completion::new(),
+            done: Completion::new(f),
         }
     }
 
     /// The run after a successful `start`.
     fn run_started(&self, counters: Option<&Counters>) -> RunReport {
-        let Some(f) = self.body.lock().take() else {
+        let Some(f) = self.done.take_body() else {
             debug_assert!(false, "T3: a started one-shot has its closure");
             return RunReport::NOT_RUN;
         };
@@ -102,9 +99,7 @@ where
     }
 
     fn finish_cancelled(&self) {
-        let f = self.body.lock().take();
-        drop_quietly(f);
-        self.done.complete(Err(TaskError::Cancelled));
+        drop_quietly(self.done.cancel()); // T3: dropped outside the stage's lock
     }
 }
 
@@ -113,7 +108,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    fn completion(&self) -> &Completion<T> {
+    fn outcome(&self) -> &dyn Outcome<T> {
         &self.done
     }
 }
@@ -144,7 +139,7 @@ mod tests {
         assert!(report.ran && report.next.is_none() && report.panic.is_none());
         assert_eq!(t.header.state(), state::DONE);
         assert!(t.done.wait(None));
-        assert_eq!(t.done.take().unwrap(), 5);
+        assert_eq!(t.done.wait_take().unwrap(), 5);
         assert!(!t.run(0, &clock(), None).ran, "T1: no second run");
         assert!(
             !t.header.cancel(),
@@ -158,7 +153,10 @@ mod tests {
         let report = t.run(0, &clock(), None);
         assert_eq!(report.panic.as_deref(), Some("boom"));
         assert_eq!(t.header.state(), state::PANICKED);
-        assert_eq!(t.done.take().unwrap_err().panic_message(), Some("boom"));
+        assert_eq!(
+            t.done.wait_take().unwrap_err().panic_message(),
+            Some("boom")
+        );
     }
 
     #[test]
@@ -175,7 +173,7 @@ mod tests {
             "T3: dropped at cancel time"
         );
         assert!(!t.run(0, &clock(), None).ran);
-        assert!(t.done.take().unwrap_err().is_cancelled());
+        assert!(t.done.wait_take().unwrap_err().is_cancelled());
     }
 
     #[test]
@@ -185,6 +183,6 @@ mod tests {
         assert!(!t.header.cancel());
         let report = t.run_started(None);
         assert!(report.ran);
-        assert_eq!(t.done.take().unwrap(), 1);
+        assert_eq!(t.done.wait_take().unwrap(), 1);
     }
 }

@@ -2,17 +2,16 @@
 //! `period != 0`, run with `runAndReset`). After each run it applies, in order, the panic
 //! policy, `max_runs`, then its [`Schedule`]'s next deadline; the worker re-queues it.
 //! T1–T3 are stated in `task/mod.rs`; the RUNNING -> SCHEDULED exchange and the put-back
-//! of the closure happen under `body`'s lock (T3).
+//! of the closure happen under the stage's lock (T3, K3 in `completion.rs`).
 
 use super::state;
-use super::{count_run, drop_quietly, Completion, Header, Job, RunReport, TypedJob};
+use super::{count_run, drop_quietly, Completion, Header, Job, Outcome, RunReport, TypedJob};
 use crate::clock::{self, Clock, Ticks};
 use crate::error::{run_caught, TaskError};
 use crate::periodic::{Limits, OnPanic, RunTimes, Schedule};
 use crate::stats::Counters;
-use crate::sync::Mutex;
 
-/// The closure of a periodic task and its run count, kept together in `body` (T3).
+/// The closure of a periodic task and its run count, kept together in the stage (T3).
 struct Body<F> {
     f: F,
     runs: u64,
@@ -23,9 +22,8 @@ pub(crate) struct PeriodicTask<F> {
     header: Header,
     schedule: Schedule,
     limits: Limits,
-    /// The closure while SCHEDULED (T3).
-    body: Mutex<Option<Body<F>>>,
-    done: Completion<()>,
+    /// The closure while SCHEDULED (T3), then the outcome.
+    done: Completion<Body<F>, ()>,
 }
 
 impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
@@ -38,8 +36,7 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
             header: Header::new(true, id, deadline),
             schedule,
             limits,
-            body: Mutex::new(Some(Body { f, runs: 0 })),
-            done: Completion::new(),
+            done: Completion::new(Body { f, runs: 0 }),
         }
     }
 
@@ -52,7 +49,7 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
             state::PANICKED
         };
         if self.header.transition(state::SCHEDULED, to) {
-            drop_quietly(self.body.lock().take());
+            drop_quietly(self.done.take_body());
             self.done.complete(outcome);
         }
     }
@@ -74,7 +71,7 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
         then_cancel: bool,
         counters: Option<&Counters>,
     ) -> RunReport {
-        let Some(mut body) = self.body.lock().take() else {
+        let Some(mut body) = self.done.take_body() else {
             // T3: a canceller got here between our start and this take: no run.
             return RunReport::NOT_RUN;
         };
@@ -142,16 +139,17 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
             }
             Ok(None) => self.finish(state::DONE, Ok(()), body),
             Ok(Some(next)) => {
-                let mut slot = self.body.lock();
-                // T3: the exchange and the put-back happen under `body`'s lock.
+                // T3: the exchange and the put-back happen under the stage's lock.
                 self.header.set_deadline(next);
-                if self.header.transition(state::RUNNING, state::SCHEDULED) {
-                    *slot = Some(body);
-                    report.next = Some(next);
-                } else {
-                    drop(slot);
-                    self.header.set_deadline(scheduled);
-                    drop_quietly(body); // cancelled during the run; the canceller completed it
+                let refused = self.done.put_back(body, || {
+                    self.header.transition(state::RUNNING, state::SCHEDULED)
+                });
+                match refused {
+                    None => report.next = Some(next),
+                    Some(body) => {
+                        self.header.set_deadline(scheduled);
+                        drop_quietly(body); // cancelled during the run; the canceller completed it
+                    }
                 }
             }
         }
@@ -183,14 +181,12 @@ impl<F: FnMut() + Send + 'static> Job for PeriodicTask<F> {
     }
 
     fn finish_cancelled(&self) {
-        let body = self.body.lock().take();
-        drop_quietly(body);
-        self.done.complete(Err(TaskError::Cancelled));
+        drop_quietly(self.done.cancel()); // T3: dropped outside the stage's lock
     }
 }
 
 impl<F: FnMut() + Send + 'static> TypedJob<()> for PeriodicTask<F> {
-    fn completion(&self) -> &Completion<()> {
+    fn outcome(&self) -> &dyn Outcome<()> {
         &self.done
     }
 }
@@ -291,7 +287,7 @@ mod tests {
             1,
             "T3: the runner dropped the closure"
         );
-        assert!(t.done.take().unwrap_err().is_cancelled());
+        assert!(t.done.wait_take().unwrap_err().is_cancelled());
     }
 
     #[test]
@@ -307,7 +303,7 @@ mod tests {
         assert!(report.next.is_none());
         assert_eq!(t.header.state(), state::PANICKED);
         assert_eq!(
-            t.done.take().unwrap_err().panic_message(),
+            t.done.wait_take().unwrap_err().panic_message(),
             Some("periodic boom")
         );
     }
@@ -328,6 +324,6 @@ mod tests {
         let report = t.run_now(&clock(), true);
         assert!(report.ran && report.next.is_none());
         assert_eq!(runs.load(Ordering::SeqCst), 1);
-        assert!(t.done.take().unwrap_err().is_cancelled());
+        assert!(t.done.wait_take().unwrap_err().is_cancelled());
     }
 }

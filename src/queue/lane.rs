@@ -1,0 +1,248 @@
+//! `Lane`: the ready lane, a FIFO of entries that were already due when they were queued,
+//! beside the heap. No locks, no clock, no threads.
+//!
+//! # Design
+//! A zero-delay task (`execute`, `submit`, `schedule(0)`) is due the moment it is queued,
+//! and a burst of them is taken in the order it was queued. Through the heap each costs a
+//! push and a pop, and the pop sifts a leaf down through every level (the heap's largest
+//! per-operation cost, `docs/BENCHMARKS.md`). The lane is a `VecDeque` instead: O(1) push
+//! and pop. An entry goes into the lane only if it is due and not `before` the lane's
+//! last entry (L2), so the lane is sorted, and a take compares the lane's front with the
+//! heap's root and takes the earlier: the order is exactly the heap-only order.
+//!
+//! Entries are named by a *ticket*, the number of entries ever pushed before them, so a
+//! removal by ticket is O(1): its position is `ticket - front`. A removed entry leaves a
+//! tombstone (`None`) that the ends trim away (L1); a ticket is never reused, so a stale
+//! ticket never names a newer entry.
+//!
+//! # Invariants
+//! - L1: the first and the last slot of `slots` are live (tombstones never sit at an
+//!   end); `live` counts the live slots.
+//! - L2: live entries are in order: none is `before` an earlier one.
+//! - L3: the slot at index `i` holds ticket `front + i`, and `front + slots.len() <= next`.
+//! - L4: tickets are handed out in increasing order and never again (`next` only grows),
+//!   so a stale ticket names nothing, even after the back was trimmed.
+//!
+//! `check_invariants` asserts L1–L2; the tests call it after every mutation.
+
+use std::collections::VecDeque;
+
+use super::heap::Ordered;
+
+/// The ready lane (see the module notes).
+#[derive(Debug)]
+pub(crate) struct Lane<E> {
+    slots: VecDeque<Option<E>>,
+    /// The ticket of `slots[0]` (L3).
+    front: u64,
+    /// The next ticket to hand out; never goes down (L4).
+    next: u64,
+    live: usize,
+}
+
+impl<E: Ordered> Lane<E> {
+    pub(crate) fn new() -> Self {
+        Lane {
+            slots: VecDeque::new(),
+            front: 0,
+            next: 0,
+            live: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.live
+    }
+
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The first entry (L1: the front slot is live).
+    #[inline]
+    pub(crate) fn peek(&self) -> Option<&E> {
+        self.slots.front().and_then(Option::as_ref)
+    }
+
+    /// Whether `entry` may join the lane without breaking L2. (The caller checks that it
+    /// is due.)
+    #[inline]
+    pub(crate) fn accepts(&self, entry: &E) -> bool {
+        self.slots
+            .back()
+            .and_then(Option::as_ref)
+            .is_none_or(|last| !entry.before(last))
+    }
+
+    /// Appends an entry the caller checked with [`accepts`](Self::accepts); returns its
+    /// ticket. O(1) amortized.
+    #[inline]
+    pub(crate) fn push(&mut self, entry: E) -> u64 {
+        debug_assert!(self.accepts(&entry), "L2");
+        if self.slots.is_empty() {
+            self.front = self.next;
+        }
+        // L3: tombstones for the tickets whose entries were trimmed off the back.
+        while self.front + (self.slots.len() as u64) < self.next {
+            self.slots.push_back(None);
+        }
+        let ticket = self.next;
+        self.next += 1;
+        self.slots.push_back(Some(entry));
+        self.live += 1;
+        ticket
+    }
+
+    /// Removes the first entry. O(1) amortized.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<E> {
+        let entry = self.slots.pop_front()??;
+        self.front += 1;
+        self.live -= 1;
+        self.trim();
+        Some(entry)
+    }
+
+    /// The entry `ticket` names, if it is still in the lane.
+    #[inline]
+    pub(crate) fn get(&self, ticket: u64) -> Option<&E> {
+        let i = usize::try_from(ticket.checked_sub(self.front)?).ok()?;
+        self.slots.get(i)?.as_ref()
+    }
+
+    /// Removes the entry `ticket` names. O(1) amortized.
+    pub(crate) fn remove(&mut self, ticket: u64) -> Option<E> {
+        let i = usize::try_from(ticket.checked_sub(self.front)?).ok()?;
+        let entry = self.slots.get_mut(i)?.take()?;
+        self.live -= 1;
+        self.trim();
+        Some(entry)
+    }
+
+    /// Removes every entry `remove` selects, in lane order. O(n).
+    pub(crate) fn extract_if(&mut self, mut remove: impl FnMut(&E) -> bool) -> Vec<E> {
+        let mut out = Vec::new();
+        for slot in &mut self.slots {
+            if slot.as_ref().is_some_and(&mut remove) {
+                out.extend(slot.take());
+            }
+        }
+        self.live -= out.len();
+        self.trim();
+        out
+    }
+
+    /// Removes everything, in lane order.
+    pub(crate) fn clear(&mut self) -> Vec<E> {
+        self.front = self.next;
+        self.live = 0;
+        self.slots.drain(..).flatten().collect()
+    }
+
+    /// L1: drops tombstones from both ends.
+    fn trim(&mut self) {
+        while matches!(self.slots.front(), Some(None)) {
+            self.slots.pop_front();
+            self.front += 1;
+        }
+        while matches!(self.slots.back(), Some(None)) {
+            self.slots.pop_back();
+        }
+        if self.slots.is_empty() && self.slots.capacity() > 1024 {
+            self.slots = VecDeque::new(); // give a burst's memory back
+        }
+    }
+
+    /// Asserts L1 and L2 (tests).
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        assert!(!matches!(self.slots.front(), Some(None)), "L1: front live");
+        assert!(!matches!(self.slots.back(), Some(None)), "L1: back live");
+        assert_eq!(
+            self.live,
+            self.slots.iter().flatten().count(),
+            "L1: live count"
+        );
+        assert!(self.front + self.slots.len() as u64 <= self.next, "L3");
+        let live: Vec<&E> = self.slots.iter().flatten().collect();
+        for pair in live.windows(2) {
+            assert!(!pair[1].before(pair[0]), "L2: in order");
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct E(u64);
+    impl Ordered for E {
+        fn before(&self, other: &Self) -> bool {
+            self.0 < other.0
+        }
+    }
+
+    #[test]
+    fn a_ticket_trimmed_off_the_back_is_never_handed_out_again() {
+        let mut lane = Lane::new();
+        let a = lane.push(E(1));
+        let b = lane.push(E(2));
+        assert_eq!(lane.remove(b), Some(E(2)));
+        let c = lane.push(E(3));
+        lane.check_invariants();
+        assert!(c > b, "L4");
+        assert_eq!(lane.get(b), None, "the stale ticket names nothing");
+        assert_eq!(lane.remove(a), Some(E(1)));
+        assert_eq!(lane.pop(), Some(E(3)));
+        lane.check_invariants();
+    }
+
+    #[test]
+    fn fifo_with_removal_by_ticket_anywhere() {
+        let mut lane = Lane::new();
+        let t: Vec<u64> = (0..5).map(|i| lane.push(E(i))).collect();
+        lane.check_invariants();
+        assert_eq!(lane.remove(t[2]), Some(E(2)), "middle: a tombstone");
+        lane.check_invariants();
+        assert_eq!(lane.remove(t[2]), None, "a removed ticket names nothing");
+        assert_eq!(lane.remove(t[4]), Some(E(4)), "back: trimmed");
+        lane.check_invariants();
+        assert_eq!(lane.pop(), Some(E(0)));
+        assert_eq!(lane.pop(), Some(E(1)));
+        lane.check_invariants();
+        assert_eq!(lane.pop(), Some(E(3)), "the tombstone was skipped");
+        assert!(lane.is_empty() && lane.pop().is_none());
+        let next = lane.push(E(9));
+        assert!(next > t[4], "tickets are never reused");
+        assert_eq!(lane.get(t[0]), None);
+        assert_eq!(lane.get(next), Some(&E(9)));
+    }
+
+    #[test]
+    fn accepts_only_entries_that_keep_the_order() {
+        let mut lane = Lane::new();
+        assert!(lane.accepts(&E(5)));
+        lane.push(E(5));
+        assert!(lane.accepts(&E(5)), "ties keep queue order");
+        assert!(lane.accepts(&E(6)));
+        assert!(!lane.accepts(&E(4)), "L2");
+    }
+
+    #[test]
+    fn extract_and_clear() {
+        let mut lane = Lane::new();
+        for i in 0..6 {
+            lane.push(E(i));
+        }
+        let odd = lane.extract_if(|e| e.0 % 2 == 1);
+        assert_eq!(odd, vec![E(1), E(3), E(5)]);
+        lane.check_invariants();
+        assert_eq!(lane.len(), 3);
+        assert_eq!(lane.clear(), vec![E(0), E(2), E(4)]);
+        lane.check_invariants();
+        assert!(lane.is_empty());
+    }
+}
