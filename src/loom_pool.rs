@@ -25,7 +25,7 @@ fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Shared>) {
 fn loom_submit_vs_surplus_exit() {
     loom::model(|| {
         let (_ex, shared) = pool(Builder::new().allow_core_thread_timeout(true));
-        let task = Arc::new(OnceTask::new(0, 1_000_000, || ()));
+        let task = Arc::new(OnceTask::new(1_000_000, || ()));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
@@ -53,7 +53,7 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
     loom::model(|| {
         let (ex, shared) =
             pool(Builder::new().execute_existing_delayed_tasks_after_shutdown(false));
-        let task = Arc::new(OnceTask::new(0, 1_000_000, || ()));
+        let task = Arc::new(OnceTask::new(1_000_000, || ()));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {

@@ -41,7 +41,7 @@ fn loom_cancel_vs_start() {
         let drops = Arc::new(AtomicUsize::new(0));
         let runs = Arc::new(AtomicUsize::new(0));
         let (guard, r) = (DropCount(drops.clone()), runs.clone());
-        let task = Arc::new(OnceTask::new(0, 0, move || {
+        let task = Arc::new(OnceTask::new(0, move || {
             let _owned = &guard;
             r.fetch_add(1, Ordering::SeqCst);
             5
@@ -82,7 +82,7 @@ fn loom_cancel_vs_periodic_requeue() {
             max_lateness: None,
             max_runs: None,
         };
-        let task = Arc::new(PeriodicTask::new(0, 0, rule, limits, move || {
+        let task = Arc::new(PeriodicTask::new(0, rule, limits, move || {
             let _owned = &guard;
         }));
         let job: Arc<dyn Job> = task.clone();
@@ -117,7 +117,7 @@ fn loom_cancel_vs_periodic_requeue() {
 #[test]
 fn loom_wait_vs_complete() {
     loom::model(|| {
-        let task = Arc::new(OnceTask::new(0, 0, || 9));
+        let task = Arc::new(OnceTask::new(0, || 9));
         let waiter = {
             let task = task.clone();
             thread::spawn(move || {
@@ -145,7 +145,7 @@ fn loom_async_waker_vs_complete() {
     }
 
     loom::model(|| {
-        let task = Arc::new(OnceTask::new(0, 0, || 4));
+        let task = Arc::new(OnceTask::new(0, || 4));
         let poller = {
             let task = task.clone();
             thread::spawn(move || {
@@ -177,7 +177,7 @@ fn loom_async_waker_vs_complete() {
 fn loom_shutdown_vs_schedule() {
     loom::model(|| {
         let (ex, shared) = pool_with_model_worker();
-        let task = Arc::new(OnceTask::new(0, 1_000_000, || ()));
+        let task = Arc::new(OnceTask::new(1_000_000, || ()));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
@@ -207,7 +207,7 @@ fn loom_shutdown_vs_periodic_requeue() {
             max_lateness: None,
             max_runs: None,
         };
-        let task = Arc::new(PeriodicTask::new(0, 0, rule, limits, || ()));
+        let task = Arc::new(PeriodicTask::new(0, rule, limits, || ()));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job, false).unwrap();
         let entry = shared.queue.lock().poll().expect("due at 0");
@@ -234,7 +234,7 @@ fn loom_shutdown_vs_periodic_requeue() {
 fn loom_cancel_vs_reschedule() {
     loom::model(|| {
         let (_ex, shared) = pool_with_model_worker();
-        let task = Arc::new(OnceTask::new(0, 5_000_000, || ()));
+        let task = Arc::new(OnceTask::new(5_000_000, || ()));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job, false).unwrap();
         let rescheduler = {

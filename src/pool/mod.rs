@@ -83,6 +83,10 @@ pub(crate) struct Activity {
     pub(crate) epoch: u64,
     /// Threads blocked in `wait_idle`.
     pub(crate) idle_waiters: usize,
+    /// Tasks accepted into the queue (`PoolStats::task_count`, with the few accepted
+    /// without queueing, counted in `Counters::task_count`); counted under the lock
+    /// instead of in a shared atomic.
+    pub(crate) submitted: u64,
 }
 
 /// The executor's policy flags with setters.

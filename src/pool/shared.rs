@@ -16,7 +16,7 @@ use crate::error::{run_caught, ScheduleError, TaskError};
 use crate::periodic::{Periodic, Schedule};
 use crate::queue::{BlockingQueue, Handle, Locked, TimedEntry};
 use crate::stats::{self, Counters, Lateness, PoolStats};
-use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Weak};
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Condvar, Weak};
 use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob, NO_DEADLINE};
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
@@ -39,7 +39,6 @@ pub(crate) struct Shared {
     remove_on_cancel: AtomicBool,
     /// Live `ScheduledThreadPoolExecutor` handles; the last one to drop shuts down.
     handles: AtomicUsize,
-    next_id: AtomicU64,
     pub(crate) counters: Counters,
     pub(crate) lateness: Lateness,
     /// Signalled (under the queue lock) when the pool may have become idle (`wait_idle`).
@@ -71,7 +70,6 @@ impl Shared {
             remove_on_cancel: AtomicBool::new(config.remove_on_cancel),
             control: Control::new(),
             handles: AtomicUsize::new(1),
-            next_id: AtomicU64::new(0),
             counters: Counters::new(),
             lateness: Lateness::new(),
             idle: Condvar::new(),
@@ -94,8 +92,7 @@ impl Shared {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let id = self.next_id();
-        let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(id, deadline, task));
+        let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(deadline, task));
         if let Err(err) = self.submit(task.clone(), due) {
             crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
             return Err(err);
@@ -109,8 +106,7 @@ impl Shared {
         F: FnOnce() + Send + 'static,
     {
         let deadline = self.clock().now();
-        let id = self.next_id();
-        self.submit(Arc::new(OnceTask::new(id, deadline, task)), true)
+        self.submit(Arc::new(OnceTask::new(deadline, task)), true)
     }
 
     /// Builds and submits a periodic task (see
@@ -143,8 +139,7 @@ impl Shared {
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
         // Due at once: a zero initial delay of a fixed rule (a trigger picks its own).
         let due = initial_delay.is_zero() && !matches!(schedule, Schedule::Trigger(_));
-        let id = self.next_id();
-        let task = Arc::new(PeriodicTask::new(id, deadline, schedule, limits, task));
+        let task = Arc::new(PeriodicTask::new(deadline, schedule, limits, task));
         let ended = match first {
             Err((payload, msg)) => Some(Err((payload, msg))),
             Ok(None) => Some(Ok(())),
@@ -165,7 +160,7 @@ impl Shared {
                 stats::bump(&self.counters.task_count);
                 let outcome = outcome.map_err(|(payload, msg)| {
                     stats::bump(&self.counters.panicked);
-                    tracing::error!(target: "schedpool", id, panic = %msg, "trigger panicked in first_deadline");
+                    tracing::error!(target: "schedpool", panic = %msg, "trigger panicked in first_deadline");
                     TaskError::Panicked(payload)
                 });
                 task.finish_unrun(outcome);
@@ -221,12 +216,6 @@ impl Shared {
     }
 
     #[inline]
-    pub(super) fn next_id(&self) -> u64 {
-        // Relaxed: a unique number; nothing is published through it.
-        self.next_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    #[inline]
     pub(crate) fn core_pool_size(&self) -> usize {
         self.core_pool_size.load(Ordering::Relaxed)
     }
@@ -245,14 +234,13 @@ impl Shared {
             Ok((handle, spawn)) => {
                 if let Some(index) = spawn {
                     if !self.start_worker(index) {
-                        if let Some(job) = self.unqueue_if_workerless(handle) {
+                        if let Some(job) = self.unqueue_if_workerless(handle, true) {
                             stats::bump(&self.counters.rejected);
                             crate::task::drop_quietly(job);
                             return Err(ScheduleError::ThreadSpawn);
                         }
                     }
                 }
-                stats::bump(&self.counters.task_count);
                 Ok(())
             }
             Err((job, reason)) => self.refuse(job, reason),
@@ -283,6 +271,8 @@ impl Shared {
         let spawn = self.control.reserve_for_task(self.core_pool_size());
         let deadline = job.header().deadline();
         let seq = q.next_seq();
+        job.header().number(seq);
+        q.ext.submitted += 1; // counted in the critical section that accepts it
         let handle = q.push_tracked(
             TimedEntry {
                 deadline,
@@ -382,17 +372,22 @@ impl Shared {
     }
 
     /// After a failed thread start: if no worker is left, takes the task `handle` names
-    /// back out of the queue so it is not stranded (E1), and returns it.
+    /// back out of the queue so it is not stranded (E1), and returns it; `new`: it was a
+    /// new submission (un-counted again), not a re-queue.
     #[cold]
     pub(super) fn unqueue_if_workerless(
         &self,
         handle: crate::queue::Handle,
+        new: bool,
     ) -> Option<Arc<dyn Job>> {
         let mut q = self.queue.lock();
         if self.control.load().workers() > 0 {
             return None;
         }
         let removed = q.remove(handle);
+        if new && removed.is_some() {
+            q.ext.submitted -= 1; // refused after all: not a task the pool took
+        }
         self.notify_idle(&q);
         removed.map(|e| e.value)
     }
@@ -415,7 +410,7 @@ impl Shared {
         }
         if let Some((index, handle)) = spawn {
             if !self.start_worker(index) {
-                if let Some(job) = self.unqueue_if_workerless(handle) {
+                if let Some(job) = self.unqueue_if_workerless(handle, false) {
                     if job.header().cancel() {
                         job.finish_cancelled();
                     }
@@ -593,7 +588,7 @@ impl Shared {
             active_count: q.ext.active,
             largest_pool_size: self.control.largest(),
             queued: q.len(),
-            task_count: stats::read(&c.task_count),
+            task_count: stats::read(&c.task_count) + q.ext.submitted,
             completed_task_count: stats::read(&c.completed),
             rejected_count: stats::read(&c.rejected),
             panicked_count: stats::read(&c.panicked),

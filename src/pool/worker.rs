@@ -101,7 +101,7 @@ fn run_task(
     let span = tracing::trace_span!(
         target: "schedpool",
         "task",
-        id = header.id,
+        id = header.id(),
         kind = job.schedule().name(),
         lateness_us = lateness.as_micros() as u64,
     );
@@ -112,7 +112,7 @@ fn run_task(
             stats::bump(&shared.counters.late);
             tracing::warn!(
                 target: "schedpool",
-                id = header.id,
+                id = header.id(),
                 lateness_us = lateness.as_micros() as u64,
                 "task started late"
             );
@@ -120,10 +120,10 @@ fn run_task(
     }
     if report.skipped {
         stats::bump(&shared.counters.skipped);
-        tracing::debug!(target: "schedpool", id = header.id, "periodic run skipped (max_lateness)");
+        tracing::debug!(target: "schedpool", id = header.id(), "periodic run skipped (max_lateness)");
     }
     if let Some(msg) = report.panic {
-        tracing::error!(target: "schedpool", id = header.id, panic = %msg, "task panicked");
+        tracing::error!(target: "schedpool", id = header.id(), panic = %msg, "task panicked");
     }
     match report.next {
         Some(next) => Some((job, next)),

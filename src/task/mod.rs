@@ -59,7 +59,10 @@ pub(crate) struct Header {
     state: TaskState,
     /// `true` for every schedule but a one-shot: a running periodic task is cancellable.
     periodic: bool,
-    pub(crate) id: u64,
+    /// The task's number for logs and spans: the FIFO sequence number of its first
+    /// queueing, [`NO_ID`] before. Written once, under the queue lock, by the submission
+    /// that queues it; `Relaxed`: reporting only.
+    id: AtomicU64,
     /// The current run's deadline, then the next one (`ScheduledFuture::deadline`). Written by
     /// the thread that owns the task's schedule at that moment (the submitter, the running
     /// worker, or `reschedule` under the queue lock); `Relaxed` reads only report it.
@@ -72,18 +75,35 @@ pub(crate) struct Header {
     pub(crate) rescheduled: LockedCell,
 }
 
+/// "Not queued yet" in `Header::id`.
+pub(crate) const NO_ID: u64 = u64::MAX;
+
 /// "No deadline" in `Header::rescheduled`.
 pub(crate) const NO_DEADLINE: u64 = u64::MAX;
 
 impl Header {
-    pub(crate) fn new(periodic: bool, id: u64, deadline: Ticks) -> Self {
+    pub(crate) fn new(periodic: bool, deadline: Ticks) -> Self {
         Header {
             state: TaskState::new(),
             periodic,
-            id,
+            id: AtomicU64::new(NO_ID),
             deadline: AtomicU64::new(deadline),
             position: Position::new(),
             rescheduled: LockedCell::new(NO_DEADLINE),
+        }
+    }
+
+    /// The task's number for logs ([`NO_ID`] if it was never queued).
+    #[inline]
+    pub(crate) fn id(&self) -> u64 {
+        self.id.load(Ordering::Relaxed)
+    }
+
+    /// Numbers the task at its first queueing (later calls keep the first number).
+    #[inline]
+    pub(crate) fn number(&self, seq: u64) {
+        if self.id() == NO_ID {
+            self.id.store(seq, Ordering::Relaxed);
         }
     }
 
@@ -133,7 +153,7 @@ impl Header {
 impl fmt::Debug for Header {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Header")
-            .field("id", &self.id)
+            .field("id", &self.id())
             .field("periodic", &self.periodic)
             .field("state", &state::name(self.state()))
             .field("deadline", &Duration::from_nanos(self.deadline()))

@@ -21,9 +21,9 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    pub(crate) fn new(id: u64, deadline: Ticks, f: F) -> Self {
+    pub(crate) fn new(deadline: Ticks, f: F) -> Self {
         OnceTask {
-            header: Header::new(false, id, deadline),
+            header: Header::new(false, deadline),
             done: Completion::new(f),
         }
     }
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn one_shot_runs_once_and_completes() {
-        let t = OnceTask::new(1, 0, || 5);
+        let t = OnceTask::new(0, || 5);
         let report = t.run(0, &clock(), None);
         assert!(report.ran && report.next.is_none() && report.panic.is_none());
         assert_eq!(t.header.state(), state::DONE);
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn one_shot_panic_is_captured() {
-        let t = OnceTask::new(1, 0, || -> u8 { panic!("boom") });
+        let t = OnceTask::new(0, || -> u8 { panic!("boom") });
         let report = t.run(0, &clock(), None);
         assert_eq!(report.panic.as_deref(), Some("boom"));
         assert_eq!(t.header.state(), state::PANICKED);
@@ -163,7 +163,7 @@ mod tests {
     fn cancel_before_start_drops_the_closure_and_prevents_the_run() {
         let drops = StdArc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
-        let t = OnceTask::new(1, 0, move || drop(guard));
+        let t = OnceTask::new(0, move || drop(guard));
         assert!(t.header.cancel());
         assert!(!t.header.cancel(), "T2: only one cancel wins");
         t.finish_cancelled();
@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn a_started_one_shot_cannot_be_cancelled() {
-        let t = OnceTask::new(1, 0, || 1);
+        let t = OnceTask::new(0, || 1);
         assert!(t.header.start());
         assert!(!t.header.cancel());
         let report = t.run_started(None);

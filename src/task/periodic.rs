@@ -27,13 +27,13 @@ pub(crate) struct PeriodicTask<F> {
 }
 
 impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
-    pub(crate) fn new(id: u64, deadline: Ticks, schedule: Schedule, limits: Limits, f: F) -> Self {
+    pub(crate) fn new(deadline: Ticks, schedule: Schedule, limits: Limits, f: F) -> Self {
         debug_assert!(
             schedule.is_periodic(),
             "a periodic task needs a periodic schedule"
         );
         PeriodicTask {
-            header: Header::new(true, id, deadline),
+            header: Header::new(true, deadline),
             schedule,
             limits,
             done: Completion::new(Body { f, runs: 0 }),
@@ -221,7 +221,6 @@ mod tests {
     fn periodic_reschedules_by_its_rule() {
         let c = clock();
         let rate = PeriodicTask::new(
-            1,
             100,
             Schedule::FixedRate(Duration::from_nanos(10), MissedTicks::Burst),
             LIMITS,
@@ -235,7 +234,6 @@ mod tests {
         assert_eq!(rate.header.state(), state::SCHEDULED);
         assert_eq!(rate.header.deadline(), 110);
         let delay = PeriodicTask::new(
-            2,
             100,
             Schedule::FixedDelay(Duration::from_nanos(10)),
             LIMITS,
@@ -268,7 +266,6 @@ mod tests {
                     me.finish_cancelled(); // the closure is with the runner: nothing to drop yet
                 });
                 PeriodicTask::new(
-                    1,
                     0,
                     Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
                     LIMITS,
@@ -293,7 +290,6 @@ mod tests {
     #[test]
     fn periodic_panic_stops_the_task() {
         let t = PeriodicTask::new(
-            1,
             0,
             Schedule::FixedDelay(Duration::from_millis(1)),
             LIMITS,
@@ -313,7 +309,6 @@ mod tests {
         let runs = StdArc::new(AtomicUsize::new(0));
         let r = runs.clone();
         let t = PeriodicTask::new(
-            1,
             0,
             Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
             LIMITS,
