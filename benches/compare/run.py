@@ -15,9 +15,9 @@ COMPARE_DOC). Standard library only.
 Environment:
   COMPARE_QUICK=1          sizes scaled down 10-20x (and 1 repeat unless COMPARE_REPEATS)
   COMPARE_REPEATS=N        processes per (system, workload); default 3 (1 when quick)
-  COMPARE_REPEATS_W5=N     per-workload override (W1..W6, SCALING)
+  COMPARE_REPEATS_W5=N     per-workload override (W1..W8, SCALING)
   COMPARE_SYSTEMS=a,b      subset of: schedpool,stp,tokio,stpe17,stpe25,fjp25
-  COMPARE_WORKLOADS=a,b    subset of: w1,w2,w3,w4,w5,w6,scaling
+  COMPARE_WORKLOADS=a,b    subset of: w1,w2,w3,w4,w5,w6,w7,w8,scaling
   COMPARE_DOC=path         document to update (default docs/BENCHMARKS.md; for a quick
                            run results/BENCHMARKS.quick.md, so a smoke test never
                            overwrites the published figures)
@@ -68,7 +68,7 @@ SYSTEMS = [
 LABEL = {s[0]: s[1] for s in SYSTEMS}
 PEERS = [s[0] for s in SYSTEMS if s[0] != "schedpool"]
 
-WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "scaling"]
+WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "scaling"]
 TITLES = {
     "w1": "W1 burst — 1,000,000 zero-delay tasks from one producer",
     "w2": "W2 delayed — 200,000 tasks, delays uniform in [0, 1 s)",
@@ -76,6 +76,9 @@ TITLES = {
     "w4": "W4 timeouts — 2 producers × 500,000 schedule(50 ms) + cancel, every 100th fires",
     "w5": "W5 periodic — 1,000 tasks every 10 ms for 3 s",
     "w6": "W6 wake latency — 2,000 × one task 2 ms ahead on an idle pool",
+    "w7": "W7 many producers — 8 producers × 200,000 schedule(50 ms) + cancel, every 100th "
+          "fires",
+    "w8": "W8 re-arm — 2 producers × 500,000 moves of a pending timeout 50 ms ahead",
     "scaling": "Scaling — schedule and cancel cost against tasks pending",
 }
 QUICK_TITLES = {
@@ -85,6 +88,8 @@ QUICK_TITLES = {
     "w4": "W4 timeouts — 2 producers × 25,000 schedule(50 ms) + cancel, every 100th fires",
     "w5": "W5 periodic — 1,000 tasks every 10 ms for 1 s",
     "w6": "W6 wake latency — 200 × one task 2 ms ahead on an idle pool",
+    "w7": "W7 many producers — 8 producers × 20,000 schedule(50 ms) + cancel, every 100th fires",
+    "w8": "W8 re-arm — 2 producers × 50,000 moves of a pending timeout 50 ms ahead",
 }
 
 # Metrics shown per workload: (key, label, scale, better) where better is "high", "low"
@@ -140,6 +145,22 @@ METRICS = {
         ("late_max_us", "lateness max (µs)", 1, "low"),
         ("late_min_us", "lateness min (µs)", 1, None),
     ],
+    "w7": [
+        ("iterations_per_s", "throughput (M iterations/s)", 1e6, "high"),
+        ("lat_p50_ns", "schedule + cancel latency p50 (ns)", 1, "low"),
+        ("lat_p99_ns", "schedule + cancel latency p99 (ns)", 1, "low"),
+        ("lat_max_ns", "schedule + cancel latency max (ns)", 1, "low"),
+        ("fired", "tasks fired", 1, None),
+        ("exact", "fired exactly as expected (runs)", 1, None),
+        ("cancel_false", "cancel() returned false (task already started)", 1, None),
+    ],
+    "w8": [
+        ("iterations_per_s", "throughput (M re-arms/s)", 1e6, "high"),
+        ("method", "method", 1, None),
+        ("fired", "tasks fired (0 expected)", 1, None),
+        ("none_fired", "no task fired (runs)", 1, None),
+        ("max_gap_ms", "longest producer gap (ms; ≥ 50 lets a task fire)", 1, None),
+    ],
 }
 
 NOTES = {
@@ -172,6 +193,18 @@ NOTES = {
     "w6": "Lateness measured inside the task; the driver waits for each task before scheduling "
           "the next, so the pool is idle (workers parked) every time. For the machine's own "
           "floor see *Timed-wait floor* above.",
+    "w7": "W4's pattern with 8 producer threads on the 2 CPUs (plus the 2 workers), so the "
+          "producers contend for the scheduler and are preempted mid-call. Throughput over "
+          "all producers' loops; the fired count is checked as in W4 (exactly 16,000 at full "
+          "size). Latency: every 16th iteration (never a firing one) times its schedule + "
+          "cancel pair with the monotonic clock; a producer descheduled inside a timed pair "
+          "shows in the p99 and max.",
+    "w8": "Each producer keeps one task due 50 ms ahead and moves it 50 ms ahead again on "
+          "every iteration. schedpool moves the queued task with "
+          "`ScheduledFuture::reschedule`; every other system has no such call and cancels "
+          "the task and schedules a new one (tokio: `abort` + `spawn`). No task may fire; "
+          "each producer's longest gap between clock reads (every 1,024 iterations) tells a "
+          "producer that was off the CPU past the deadline from a scheduler that fired early.",
 }
 
 TARGETS_NOTE = ("Targets are the performance issue's goals for schedpool, checked "
@@ -453,6 +486,8 @@ def summarize(values):
 def cell(values, scale):
     if values and all(isinstance(v, bool) for v in values):
         return f"{sum(values)}/{len(values)}"
+    if values and all(isinstance(v, str) for v in values):
+        return " / ".join(sorted(set(values)))
     s = summarize(values)
     if s is None:
         return "–"
@@ -554,10 +589,12 @@ def targets(data, scaling_series, sizes):
     def verdict(ok):
         return "met" if ok else "**not met**"
 
-    def best_peer(workload, key):
+    def best_peer(workload, key, lowest=False):
         vals = [(med(data, workload, p, key), p) for p in PEERS]
         vals = [(v, p) for v, p in vals if v]
-        return max(vals) if vals else (None, None)
+        if not vals:
+            return None, None
+        return min(vals) if lowest else max(vals)
 
     sp = med(data, "w1", "schedpool", "tasks_per_s")
     bp, who = best_peer("w1", "tasks_per_s")
@@ -603,6 +640,22 @@ def targets(data, scaling_series, sizes):
     v = med(data, "w6", "schedpool", "late_p50_us")
     if v is not None:
         rows.append(("W6 lateness p50 ≤ 20 µs", f"{fmt_num(v)} µs", verdict(v <= 20)))
+    sp = med(data, "w7", "schedpool", "iterations_per_s")
+    bp, who = best_peer("w7", "iterations_per_s")
+    if sp and bp:
+        rows.append(("W7 throughput ≥ 1.5× best peer",
+                     f"{sp / 1e6:.2f} M/s = {sp / bp:.2f}× {LABEL[who]}", verdict(sp >= 1.5 * bp)))
+    sp = med(data, "w7", "schedpool", "lat_p99_ns")
+    bp, who = best_peer("w7", "lat_p99_ns", lowest=True)
+    if sp and bp:
+        rows.append(("W7 schedule + cancel p99 ≤ best peer's p99",
+                     f"{fmt_num(round(sp))} ns vs {fmt_num(round(bp))} ns ({LABEL[who]})",
+                     verdict(sp <= bp)))
+    sp = med(data, "w8", "schedpool", "iterations_per_s")
+    bp, who = best_peer("w8", "iterations_per_s")
+    if sp and bp:
+        rows.append(("W8 re-arm throughput ≥ 2× best peer",
+                     f"{sp / 1e6:.2f} M/s = {sp / bp:.2f}× {LABEL[who]}", verdict(sp >= 2 * bp)))
     if scaling_series.get("schedpool"):
         losses, pairs = [], 0
         for p in PEERS:

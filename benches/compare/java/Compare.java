@@ -119,6 +119,9 @@ public final class Compare {
         final long burstN;
         final int delayedN, cancelN;
         final long timeoutsPerProducer;
+        final int producersThreads;
+        final long producersPerThread;
+        final long rearmPerProducer;
         final int periodicTasks;
         final long periodicSecs;
         final int wakeN;
@@ -131,6 +134,9 @@ public final class Compare {
             delayedN = quick ? 10_000 : 200_000;
             cancelN = quick ? 50_000 : 1_000_000;
             timeoutsPerProducer = quick ? 25_000 : 500_000;
+            producersThreads = 8;
+            producersPerThread = quick ? 20_000 : 200_000;
+            rearmPerProducer = quick ? 50_000 : 500_000;
             periodicTasks = 1_000;
             periodicSecs = quick ? 1 : 3;
             wakeN = quick ? 200 : 2_000;
@@ -496,6 +502,169 @@ public final class Compare {
     }
 
     // ------------------------------------------------------------------------------------
+    // W7 many producers
+    // ------------------------------------------------------------------------------------
+
+    /** W7 times every this many iterations (see the Rust side). */
+    static final long LAT_EVERY = 16;
+
+    static Json producers(String kind, Params p) throws Exception {
+        int threads = p.producersThreads;
+        long m = p.producersPerThread;
+        long expected = threads * (m / 100);
+        Sys s = start(kind);
+        AtomicLong fired = new AtomicLong();
+        AtomicLong refused = new AtomicLong();
+        Runnable task = fired::incrementAndGet;
+        CyclicBarrier gate = new CyclicBarrier(threads + 1);
+        int perThread = (int) ((m + LAT_EVERY - 1) / LAT_EVERY);
+        long[][] lat = new long[threads][perThread]; // allocated (and zeroed) before the start
+        int[] count = new int[threads];
+        List<Thread> producers = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            final long[] mine = lat[t];
+            final int idx = t;
+            Thread th = new Thread(() -> {
+                try {
+                    gate.await();
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+                long localRefused = 0;
+                int n = 0;
+                for (long i = 0; i < m; i++) {
+                    boolean timed = i % LAT_EVERY == 0;
+                    long start = timed ? System.nanoTime() : 0;
+                    ScheduledFuture<?> h = s.pool.schedule(task, 50, TimeUnit.MILLISECONDS);
+                    if (i % 100 != 99 && !h.cancel(false)) localRefused++;
+                    if (timed) mine[n++] = System.nanoTime() - start;
+                }
+                count[idx] = n;
+                refused.addAndGet(localRefused);
+            });
+            th.start();
+            producers.add(th);
+        }
+        gate.await();
+        long t0 = System.nanoTime();
+        for (Thread th : producers) th.join();
+        long t1 = System.nanoTime();
+        long limit = System.nanoTime() + 30 * SEC;
+        while (fired.get() < expected && System.nanoTime() - limit < 0) Thread.sleep(5);
+        Thread.sleep(200);
+        long got = fired.get();
+        long lateCancels = refused.get();
+        long iters = threads * m;
+        int total = 0;
+        for (int c : count) total += c;
+        long[] all = new long[total];
+        for (int t = 0, at = 0; t < threads; at += count[t], t++) {
+            System.arraycopy(lat[t], 0, all, at, count[t]);
+        }
+        Arrays.sort(all);
+        Json json = new Json().integer("producers", threads).integer("iterations", iters)
+                .num("iterations_per_s", iters * (double) SEC / (t1 - t0))
+                .integer("lat_every", LAT_EVERY)
+                .integer("lat_samples", total)
+                .integer("lat_p50_ns", percentile(all, 0.50))
+                .integer("lat_p99_ns", percentile(all, 0.99))
+                .integer("lat_max_ns", all[all.length - 1])
+                .integer("fired", got)
+                .integer("expected_fired", expected)
+                .bool("exact", got == expected)
+                .integer("cancel_false", lateCancels);
+        if (got != expected + lateCancels) {
+            json.str("error", got + " tasks fired, expected " + expected);
+        } else if (lateCancels > 0) {
+            json.str("note", got + " tasks fired: " + lateCancels + " cancel(s) came after the"
+                    + " task had started (producer descheduled for over 50 ms)");
+        }
+        s.dispose();
+        return json;
+    }
+
+    // ------------------------------------------------------------------------------------
+    // W8 re-arm
+    // ------------------------------------------------------------------------------------
+
+    /**
+     * java.util.concurrent has no way to move a queued task: re-arming is cancel + schedule,
+     * replacing the handle, for STPE and FJP alike.
+     */
+    static Json rearm(String kind, Params p) throws Exception {
+        final int producersN = 2;
+        long m = p.rearmPerProducer;
+        Sys s = start(kind);
+        AtomicLong fired = new AtomicLong();
+        Runnable task = fired::incrementAndGet;
+        CyclicBarrier gate = new CyclicBarrier(producersN + 1);
+        long[] maxGap = new long[producersN];
+        long[] end = new long[producersN];
+        boolean[] refused = new boolean[producersN];
+        List<Thread> producers = new ArrayList<>();
+        for (int t = 0; t < producersN; t++) {
+            final int idx = t;
+            Thread th = new Thread(() -> {
+                ScheduledFuture<?> h = s.pool.schedule(task, 50, TimeUnit.MILLISECONDS);
+                long gap = 0;
+                try {
+                    gate.await();
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+                long prev = System.nanoTime();
+                for (long i = 0; i < m; i++) {
+                    h.cancel(false);
+                    h = s.pool.schedule(task, 50, TimeUnit.MILLISECONDS);
+                    if (i % 1024 == 1023) {
+                        long now = System.nanoTime();
+                        gap = Math.max(gap, now - prev);
+                        prev = now;
+                    }
+                }
+                // Cancel the last task at once: the other producer may still run for longer
+                // than the deadline (see the Rust side).
+                long e = System.nanoTime();
+                refused[idx] = !h.cancel(false);
+                maxGap[idx] = Math.max(gap, e - prev);
+                end[idx] = e;
+            });
+            th.start();
+            producers.add(th);
+        }
+        gate.await();
+        long t0 = System.nanoTime();
+        for (Thread th : producers) th.join();
+        long t1 = Math.max(end[0], end[1]);
+        long during = fired.get();
+        long cancelFalse = (refused[0] ? 1 : 0) + (refused[1] ? 1 : 0);
+        Thread.sleep(200);
+        long got = fired.get();
+        long gap = Math.max(maxGap[0], maxGap[1]);
+        String gapMs = String.format(Locale.ROOT, "%.1f", gap / (double) MS);
+        long iters = producersN * m;
+        Json json = new Json().integer("producers", producersN).integer("iterations", iters)
+                .num("iterations_per_s", iters * (double) SEC / (t1 - t0))
+                .str("method", "cancel+schedule")
+                .integer("fired_during_loop", during)
+                .integer("fired", got)
+                .bool("none_fired", got == 0)
+                .integer("last_cancel_false", cancelFalse)
+                .num("max_gap_ms", gap / (double) MS);
+        if (got > 0) {
+            if (gap >= 50 * MS) {
+                json.str("note", got + " task(s) fired: a producer was off the CPU for " + gapMs
+                        + " ms, past the 50 ms deadline");
+            } else {
+                json.str("error", got + " task(s) fired (" + during + " during the loop),"
+                        + " expected none; longest producer gap " + gapMs + " ms");
+            }
+        }
+        s.dispose();
+        return json;
+    }
+
+    // ------------------------------------------------------------------------------------
     // W5 periodic
     // ------------------------------------------------------------------------------------
 
@@ -667,7 +836,8 @@ public final class Compare {
     // ------------------------------------------------------------------------------------
 
     static final String USAGE = "usage: java Compare <stpe|fjp> "
-            + "<w1|burst|w2|delayed|w3|cancel|w4|timeouts|w5|periodic|w6|wake|scaling> [--quick]";
+            + "<w1|burst|w2|delayed|w3|cancel|w4|timeouts|w5|periodic|w6|wake|w7|producers"
+            + "|w8|rearm|scaling> [--quick]";
 
     static Json runOnce(String kind, String workload, Params p) throws Exception {
         switch (workload) {
@@ -677,6 +847,8 @@ public final class Compare {
             case "w4": return timeouts(kind, p);
             case "w5": return periodic(kind, p);
             case "w6": return wake(kind, p);
+            case "w7": return producers(kind, p);
+            case "w8": return rearm(kind, p);
             case "scaling": return scaling(kind, p);
             default: throw new IllegalArgumentException(USAGE);
         }
@@ -690,6 +862,8 @@ public final class Compare {
             case "timeouts": return "w4";
             case "periodic": return "w5";
             case "wake": return "w6";
+            case "producers": return "w7";
+            case "rearm": return "w8";
             default: return w;
         }
     }

@@ -5,7 +5,7 @@
 //! read, as `ScheduledThreadPoolExecutor.schedule(task, delay, unit)` does in Java; the
 //! workloads compute their reference deadline (for lateness) just before the call.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a workload needs from a scheduler.
 pub trait System: Sync + Sized {
@@ -38,6 +38,20 @@ pub trait System: Sync + Sized {
     /// Cancels; `Some(true)` if the system reports the task was cancelled by this call,
     /// `None` if the API does not say.
     fn cancel(&self, h: &Self::Handle) -> Option<bool>;
+
+    /// Re-arms a pending timeout: the task behind `h` becomes due `delay` from now. The
+    /// default, for systems without a way to move a queued task, cancels it and schedules
+    /// `f` in its place (replacing the handle). Returns the method used, for the report.
+    fn rearm<F: FnOnce() + Send + 'static>(
+        &self,
+        h: &mut Self::Handle,
+        delay: Duration,
+        f: F,
+    ) -> &'static str {
+        self.cancel(h);
+        *h = self.schedule(delay, f);
+        "cancel+schedule"
+    }
 
     /// Tasks the scheduler still holds (cancelled-but-not-yet-removed included), if the
     /// API tells.
@@ -96,6 +110,21 @@ impl System for Schedpool {
 
     fn cancel(&self, h: &Self::Handle) -> Option<bool> {
         Some(h.cancel())
+    }
+
+    /// `ScheduledFuture::reschedule` moves the queued task (same handle, same closure). If
+    /// it refuses (the task already started: the producer was off the CPU past the
+    /// deadline), a new task takes its place, as the default does.
+    fn rearm<F: FnOnce() + Send + 'static>(
+        &self,
+        h: &mut Self::Handle,
+        delay: Duration,
+        f: F,
+    ) -> &'static str {
+        if !h.reschedule(Instant::now() + delay) {
+            *h = self.schedule(delay, f);
+        }
+        "reschedule"
     }
 
     fn pending(&self) -> Option<usize> {

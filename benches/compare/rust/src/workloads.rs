@@ -33,6 +33,9 @@ pub struct Params {
     pub delayed_n: usize,
     pub cancel_n: usize,
     pub timeouts_per_producer: u64,
+    pub producers_threads: usize,
+    pub producers_per_thread: u64,
+    pub rearm_per_producer: u64,
     pub periodic_tasks: usize,
     pub periodic_secs: u64,
     pub wake_n: usize,
@@ -49,6 +52,9 @@ impl Params {
                 delayed_n: 10_000,
                 cancel_n: 50_000,
                 timeouts_per_producer: 25_000,
+                producers_threads: 8,
+                producers_per_thread: 20_000,
+                rearm_per_producer: 50_000,
                 periodic_tasks: 1_000,
                 periodic_secs: 1,
                 wake_n: 200,
@@ -62,6 +68,9 @@ impl Params {
                 delayed_n: 200_000,
                 cancel_n: 1_000_000,
                 timeouts_per_producer: 500_000,
+                producers_threads: 8,
+                producers_per_thread: 200_000,
+                rearm_per_producer: 500_000,
                 periodic_tasks: 1_000,
                 periodic_secs: 3,
                 wake_n: 2_000,
@@ -375,6 +384,209 @@ pub fn timeouts<S: System>(p: &Params) -> Json {
                  (producer descheduled for over 50 ms)"
             ),
         );
+    }
+    s.dispose();
+    json
+}
+
+// ---------------------------------------------------------------------------------------
+// W7 many producers
+// ---------------------------------------------------------------------------------------
+
+/// W7 times every this many iterations (a clock read costs about as much as a cheap
+/// schedule; reading it twice per iteration would distort the throughput).
+const LAT_EVERY: u64 = 16;
+
+/// The timeout pattern with more producers than cores: P producers × M iterations of
+/// "schedule a 50 ms task, cancel it at once", except every 100th, which is left to fire.
+/// Throughput over all producers' loops, the fired count checked as in W4, and the
+/// latency of one schedule + cancel pair: every 16th iteration (i % 16 == 0, never one of
+/// the firing ones) is timed with the monotonic clock into a per-thread vector allocated
+/// before the start. Descheduling of a producer inside a timed pair is part of the figure:
+/// that is what a caller on an oversubscribed machine sees.
+pub fn producers<S: System>(p: &Params) -> Json {
+    let threads = p.producers_threads;
+    let m = p.producers_per_thread;
+    let expected = threads as u64 * (m / 100);
+    let s = start::<S>();
+    let fired = leak(AtomicU64::new(0));
+    let refused = AtomicU64::new(0);
+    let gate = Barrier::new(threads + 1);
+    let buffers: Vec<Vec<u64>> = (0..threads)
+        .map(|_| Vec::with_capacity(m.div_ceil(LAT_EVERY) as usize))
+        .collect();
+    let mut t0 = 0;
+    let mut samples: Vec<u64> = Vec::new();
+    std::thread::scope(|scope| {
+        let joins: Vec<_> = buffers
+            .into_iter()
+            .map(|mut lat| {
+                let (s, gate, refused) = (&s, &gate, &refused);
+                scope.spawn(move || {
+                    gate.wait();
+                    let mut local_refused = 0;
+                    for i in 0..m {
+                        let timed = i % LAT_EVERY == 0;
+                        let start = if timed { now_ns() } else { 0 };
+                        let h = s.schedule(Duration::from_millis(50), move || {
+                            fired.fetch_add(1, Ordering::Relaxed);
+                        });
+                        if i % 100 != 99 && s.cancel(&h) == Some(false) {
+                            local_refused += 1;
+                        }
+                        if timed {
+                            lat.push(now_ns() - start);
+                        }
+                    }
+                    refused.fetch_add(local_refused, Ordering::Relaxed);
+                    lat
+                })
+            })
+            .collect();
+        gate.wait();
+        t0 = now_ns();
+        for j in joins {
+            samples.extend(j.join().expect("producer panicked"));
+        }
+    });
+    let t1 = now_ns();
+    let limit = now_ns() + 30 * SEC;
+    while fired.load(Ordering::Relaxed) < expected && now_ns() < limit {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let got = fired.load(Ordering::Relaxed);
+    let late_cancels = refused.load(Ordering::Relaxed);
+    let iters = threads as u64 * m;
+    let mut lat: Vec<i64> = samples.iter().map(|&v| v as i64).collect();
+    lat.sort_unstable();
+    let mut json = Json::default()
+        .int("producers", threads as i64)
+        .int("iterations", iters as i64)
+        .num(
+            "iterations_per_s",
+            iters as f64 * SEC as f64 / (t1 - t0) as f64,
+        )
+        .int("lat_every", LAT_EVERY as i64)
+        .int("lat_samples", lat.len() as i64)
+        .int("lat_p50_ns", percentile(&lat, 0.50))
+        .int("lat_p99_ns", percentile(&lat, 0.99))
+        .int("lat_max_ns", *lat.last().unwrap())
+        .int("fired", got as i64)
+        .int("expected_fired", expected as i64)
+        .bool("exact", got == expected)
+        .int("cancel_false", late_cancels as i64);
+    if got != expected + late_cancels {
+        json = json.str("error", &format!("{got} tasks fired, expected {expected}"));
+    } else if late_cancels > 0 {
+        json = json.str(
+            "note",
+            &format!(
+                "{got} tasks fired: {late_cancels} cancel(s) came after the task had started \
+                 (producer descheduled for over 50 ms)"
+            ),
+        );
+    }
+    s.dispose();
+    json
+}
+
+// ---------------------------------------------------------------------------------------
+// W8 re-arm
+// ---------------------------------------------------------------------------------------
+
+/// Re-arming a pending timeout (a connection's idle timer pushed back on every packet):
+/// 2 producers each keep one task due 50 ms ahead and, M times, move it 50 ms ahead
+/// again: `System::rearm` (schedpool: `reschedule`; everyone else: cancel + schedule,
+/// replacing the handle). Throughput over the loops; no task may fire. Each producer
+/// reads the clock every 1024 iterations to record its longest gap: a task can only fire
+/// legitimately if its producer was off the CPU for 50 ms. Each producer cancels its last
+/// pending task as soon as its own loop ends (one producer may finish well before the
+/// other: a task left pending meanwhile would reach its deadline); throughput runs from
+/// the start to the last loop's end, and the fired count is read 200 ms after the join.
+pub fn rearm<S: System>(p: &Params) -> Json {
+    const PRODUCERS: usize = 2;
+    let m = p.rearm_per_producer;
+    let s = start::<S>();
+    let fired = leak(AtomicU64::new(0));
+    let gate = Barrier::new(PRODUCERS + 1);
+    let delay = Duration::from_millis(50);
+    let mut t0 = 0;
+    // Per producer: (method, longest gap, loop end, cancel of the last task refused).
+    let mut ends: Vec<(&'static str, u64, u64, bool)> = Vec::with_capacity(PRODUCERS);
+    std::thread::scope(|scope| {
+        let joins: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                scope.spawn(|| {
+                    let task = move || {
+                        fired.fetch_add(1, Ordering::Relaxed);
+                    };
+                    let mut h = s.schedule(delay, task);
+                    let mut method = "";
+                    let mut max_gap = 0;
+                    gate.wait();
+                    let mut last = now_ns();
+                    for i in 0..m {
+                        method = s.rearm(&mut h, delay, task);
+                        if i % 1024 == 1023 {
+                            let now = now_ns();
+                            max_gap = max_gap.max(now - last);
+                            last = now;
+                        }
+                    }
+                    let end = now_ns();
+                    let refused = s.cancel(&h) == Some(false);
+                    (method, max_gap.max(end - last), end, refused)
+                })
+            })
+            .collect();
+        gate.wait();
+        t0 = now_ns();
+        for j in joins {
+            ends.push(j.join().expect("producer panicked"));
+        }
+    });
+    let during = fired.load(Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(200));
+    let got = fired.load(Ordering::Relaxed);
+    let method = ends[0].0;
+    let max_gap = ends.iter().map(|e| e.1).max().unwrap();
+    let t1 = ends.iter().map(|e| e.2).max().unwrap();
+    let cancel_false = ends.iter().filter(|e| e.3).count() as i64;
+    let iters = PRODUCERS as u64 * m;
+    let mut json = Json::default()
+        .int("producers", PRODUCERS as i64)
+        .int("iterations", iters as i64)
+        .num(
+            "iterations_per_s",
+            iters as f64 * SEC as f64 / (t1 - t0) as f64,
+        )
+        .str("method", method)
+        .int("fired_during_loop", during as i64)
+        .int("fired", got as i64)
+        .bool("none_fired", got == 0)
+        .int("last_cancel_false", cancel_false)
+        .num("max_gap_ms", max_gap as f64 / MS as f64);
+    if got > 0 {
+        if max_gap >= 50 * MS {
+            json = json.str(
+                "note",
+                &format!(
+                    "{got} task(s) fired: a producer was off the CPU for {:.1} ms, past the \
+                     50 ms deadline",
+                    max_gap as f64 / MS as f64
+                ),
+            );
+        } else {
+            json = json.str(
+                "error",
+                &format!(
+                    "{got} task(s) fired ({during} during the loop), expected none; longest \
+                     producer gap {:.1} ms",
+                    max_gap as f64 / MS as f64
+                ),
+            );
+        }
     }
     s.dispose();
     json
