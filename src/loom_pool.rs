@@ -12,7 +12,7 @@ use crate::{Builder, ManualClock, ScheduledThreadPoolExecutor};
 
 /// An executor on a `ManualClock` whose only worker is played by the model (no thread
 /// starts while that worker holds its slot), built from `builder`.
-fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Shared>) {
+pub(crate) fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Shared>) {
     let ex = builder.core_pool_size(1).clock(ManualClock::new()).build();
     let shared = ex.shared().clone();
     shared.pretend_worker();

@@ -24,13 +24,7 @@ impl Drop for DropCount {
 /// An executor on a `ManualClock` whose only worker is played by a model thread (no
 /// thread starts), and its core.
 fn pool_with_model_worker() -> (crate::ScheduledThreadPoolExecutor, Arc<Shared>) {
-    let ex = Builder::new()
-        .core_pool_size(1)
-        .clock(ManualClock::new())
-        .build();
-    let shared = ex.shared().clone();
-    shared.pretend_worker();
-    (ex, shared)
+    crate::loom_pool::pool(Builder::new())
 }
 
 /// T1–T3: a one-shot is either run or cancelled, never both; its closure is dropped exactly

@@ -56,7 +56,7 @@ pub(crate) struct Handle {
 
 impl Handle {
     /// A handle that matches nothing (tests; the queue has its own `Handle::NONE`).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) const NONE: Handle = Handle {
         slot: u32::MAX,
         gen: u32::MAX,

@@ -212,6 +212,28 @@ pub(crate) trait TypedJob<T>: Job {
     fn outcome(&self) -> &dyn Outcome<T>;
 }
 
+/// Helpers the task modules' unit tests share.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod testing {
+    use crate::clock::Clock;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// A fresh manual clock.
+    pub(crate) fn clock() -> Clock {
+        Clock::Manual(crate::ManualClock::new())
+    }
+
+    /// Counts drops of the value it is captured in.
+    pub(crate) struct DropCount(pub(crate) Arc<AtomicUsize>);
+
+    impl Drop for DropCount {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
 /// Counts a finished run (and its panic) before its outcome is published.
 fn count_run(counters: Option<&Counters>, panicked: bool) {
     if let Some(c) = counters {

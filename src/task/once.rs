@@ -117,20 +117,9 @@ where
 mod tests {
     use super::*;
     use crate::task::state;
+    use crate::task::testing::{clock, DropCount};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc as StdArc;
-
-    fn clock() -> Clock {
-        Clock::Manual(crate::ManualClock::new())
-    }
-
-    /// Counts drops of the value it is captured in.
-    struct DropCount(StdArc<AtomicUsize>);
-    impl Drop for DropCount {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
 
     #[test]
     fn one_shot_runs_once_and_completes() {

@@ -194,6 +194,7 @@ impl<F: FnMut() + Send + 'static> TypedJob<()> for PeriodicTask<F> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::task::testing::{clock, DropCount};
     use crate::MissedTicks;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc as StdArc;
@@ -204,18 +205,6 @@ mod tests {
         max_lateness: None,
         max_runs: None,
     };
-
-    fn clock() -> Clock {
-        Clock::Manual(crate::ManualClock::new())
-    }
-
-    /// Counts drops of the value it is captured in.
-    struct DropCount(StdArc<AtomicUsize>);
-    impl Drop for DropCount {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
 
     #[test]
     fn periodic_reschedules_by_its_rule() {
