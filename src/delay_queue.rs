@@ -66,7 +66,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     }
 
     fn on(clock: Clock) -> Self {
-        let inner = Arc::new(BlockingQueue::new(clock.clone(), 0, ()));
+        let inner = Arc::new(BlockingQueue::new(clock.clone(), 0));
         let listener: Weak<dyn AdvanceListener> =
             Arc::downgrade(&inner) as Weak<dyn AdvanceListener>;
         clock.register(listener);

@@ -87,6 +87,8 @@ mod loom_pool;
 #[cfg(all(test, loom))]
 mod loom_queue;
 #[cfg(all(test, loom))]
+mod loom_sharded;
+#[cfg(all(test, loom))]
 mod loom_task;
 
 pub use builder::{Builder, RejectionPolicy};

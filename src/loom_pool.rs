@@ -32,14 +32,15 @@ fn loom_submit_vs_surplus_exit() {
                 let job: Arc<dyn Job> = task;
                 // The submission's critical section, without starting the thread it may
                 // reserve (the model checks the reservation, not a spawned worker).
-                let published = shared.publish(&mut shared.queue.lock(), job, false);
-                published.ok().map(|(_, spawn)| spawn.is_some())
+                let mut q = shared.queue.lock(shared.queue.local_shard());
+                let published = shared.publish(&mut q, job, false, 0);
+                published.ok().map(|(_, _, spawn)| spawn.is_some())
             })
         };
-        let exited = shared.release_if_surplus(&shared.queue.lock());
+        let exited = shared.release_if_surplus();
         let reserved = submitter.join().unwrap().expect("accepted while running");
         let workers = shared.control.load().workers();
-        assert_eq!(shared.queue.lock().len(), 1);
+        assert_eq!(shared.queue.len(), 1);
         assert!(workers >= 1, "E1: a queued task has a worker");
         assert_eq!(workers, 1 - usize::from(exited) + usize::from(reserved));
     });
@@ -63,7 +64,7 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
         };
         ex.shutdown();
         let accepted = submitter.join().unwrap();
-        assert_eq!(shared.queue.lock().len(), 0, "E2: nothing left queued");
+        assert_eq!(shared.queue.len(), 0, "E2: nothing left queued");
         let cancelled = task.header().state() == state::CANCELLED;
         assert_eq!(
             accepted, cancelled,
@@ -88,7 +89,7 @@ fn loom_termination_vs_shutdown_completing_removed_tasks() {
                 // The model's worker: waits for the queue to drain after shutdown, as
                 // `next_task` does, then leaves.
                 loop {
-                    let q = shared.queue.lock();
+                    let q = shared.queue.lock_all();
                     if shared.control.load().is_drained(q.len()) {
                         assert!(shared.control.release_worker_if(|_| true));
                         break;

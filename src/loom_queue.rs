@@ -17,7 +17,7 @@ const MS: Ticks = 1_000_000;
 
 fn queue() -> (ManualClock, Arc<Q>) {
     let clock = ManualClock::new();
-    let q = Arc::new(Q::new(Clock::Manual(clock.clone()), 4, ()));
+    let q = Arc::new(Q::new(Clock::Manual(clock.clone()), 4));
     let listener: Weak<dyn AdvanceListener> = Arc::downgrade(&q) as Weak<dyn AdvanceListener>;
     Clock::Manual(clock.clone()).register(listener);
     (clock, q)

@@ -81,11 +81,12 @@ fn loom_cancel_vs_periodic_requeue() {
         }));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job, false).unwrap();
+        let home = task.header().home();
         let worker = {
             let shared = shared.clone();
             thread::spawn(move || {
                 // None: the cancel below removed it first.
-                let polled = shared.queue.lock().poll();
+                let polled = shared.queue.lock(home).poll();
                 if let Some(entry) = polled {
                     let report = entry.value.run(0, shared.clock(), None);
                     if let Some(next) = report.next {
@@ -99,7 +100,7 @@ fn loom_cancel_vs_periodic_requeue() {
             "a periodic task is cancellable until it ends"
         );
         worker.join().unwrap();
-        assert_eq!(shared.queue.lock().len(), 0, "E2: not left in the queue");
+        assert_eq!(shared.queue.len(), 0, "E2: not left in the queue");
         assert_eq!(task.header().state(), state::CANCELLED);
         assert_eq!(drops.load(Ordering::SeqCst), 1, "T3");
         assert!(task.outcome().wait_take().unwrap_err().is_cancelled());
@@ -181,7 +182,7 @@ fn loom_shutdown_vs_schedule() {
         };
         ex.shutdown();
         let accepted = submitter.join().unwrap();
-        let queued = shared.queue.lock().len();
+        let queued = shared.queue.len();
         assert_eq!(queued, usize::from(accepted), "accepted ⇔ queued");
         assert_eq!(task.header().state(), state::SCHEDULED);
         let stats = ex.stats();
@@ -204,7 +205,11 @@ fn loom_shutdown_vs_periodic_requeue() {
         let task = Arc::new(PeriodicTask::new(0, rule, limits, || ()));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job, false).unwrap();
-        let entry = shared.queue.lock().poll().expect("due at 0");
+        let entry = shared
+            .queue
+            .lock(task.header().home())
+            .poll()
+            .expect("due at 0");
         let worker = {
             let shared = shared.clone();
             thread::spawn(move || {
@@ -216,7 +221,7 @@ fn loom_shutdown_vs_periodic_requeue() {
         };
         ex.shutdown();
         worker.join().unwrap();
-        assert_eq!(shared.queue.lock().len(), 0, "not re-queued after shutdown");
+        assert_eq!(shared.queue.len(), 0, "not re-queued after shutdown");
         assert_eq!(task.header().state(), state::CANCELLED);
         assert!(task.outcome().wait_take().unwrap_err().is_cancelled());
     });
@@ -237,7 +242,7 @@ fn loom_cancel_vs_reschedule() {
         };
         assert!(shared.cancel(&*task));
         rescheduler.join().unwrap();
-        assert_eq!(shared.queue.lock().len(), 0);
+        assert_eq!(shared.queue.len(), 0);
         assert_eq!(task.header().state(), state::CANCELLED);
     });
 }

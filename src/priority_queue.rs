@@ -83,7 +83,7 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
     /// the allocator cannot provide is not reserved).
     pub fn with_capacity(n: usize) -> Self {
         PriorityBlockingQueue {
-            inner: BlockingQueue::new(Clock::real(), n, ()),
+            inner: BlockingQueue::new(Clock::real(), n),
             id: unique_id(),
         }
     }

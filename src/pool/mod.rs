@@ -8,20 +8,23 @@
 //! - the **control word** (`control.rs`): run state, reserved worker slots and threads
 //!   still working, one packed atomic like Java's `ctl`, plus the termination latch. Read
 //!   without a lock by `is_shutdown`, `stats`, the thread-exit path and `Debug`;
-//! - the **queue** (`queue/`), under its lock, with [`Activity`] beside the heap: the
-//!   accounting that must change in the same critical section as a take (`active`, the
-//!   core-size `epoch`, `wait_idle`'s waiters);
-//! - settings (`core_pool_size`, the policy flags) in their own atomics.
+//! - the **queue** (`queue/sharded.rs`): one shard per CPU, each a heap and a ready lane
+//!   under its own lock, with [`Tally`] beside it; a coordinator lock for the waiting
+//!   workers; `active` (takes not yet finished) counted by the queue in the critical
+//!   section of the take;
+//! - settings (`core_pool_size`, the policy flags, the core-size `epoch`) in their own
+//!   atomics.
 //!
-//! The control word left the queue lock so that the queue can change shape (a lock-free
-//! submission path, sharded heaps) without taking the pool's accounting with it. The price
-//! is that the liveness questions ("accept this task, and is a worker there to run
-//! it?", "may this worker exit, or is a task queued?", "was this submission before or
-//! after shutdown?") are no longer one critical section over one state: each is answered
-//! by reading or exchanging the word *inside* the queue's critical section where the queue
-//! part is decided, as E1 and E2 say. Whichever of two such critical sections comes second
-//! sees the other's effect on both the queue and the word (the queue lock orders them, and
-//! coherence does the rest: a load that happens after a store sees it or a later one).
+//! A thread submits into its own shard; a task keeps that shard (its *home*) for life, and
+//! its cancel, reschedule and re-queue lock only it. So the common operations take one
+//! shard's lock, and the liveness questions ("accept this task, and is a worker there to
+//! run it?", "may this worker exit, or is a task queued?", "was this submission before or
+//! after shutdown?") are answered by reading or exchanging the control word *inside* the
+//! critical sections where the queue part is decided, as E1 and E2 say: a submission in
+//! its shard's, a worker's exit and shutdown's passes under *every* shard's lock. Any
+//! shard's critical section and an every-shard one are ordered by that shard's lock;
+//! whichever comes second sees the other's effect on both the queue and the word
+//! (coherence does the rest: a load that happens after a store sees it or a later one).
 //!
 //! Run states (Java's RUNNING / SHUTDOWN / STOP; TIDYING is not needed because
 //! termination is one latch):
@@ -36,24 +39,25 @@
 //! # Invariants
 //! - E1 (reserve-then-publish): a queued task always has a reserved worker slot. A
 //!   submission reads the word, reserves a slot if fewer than the core size are reserved
-//!   (one when the core size is 0), and pushes, all in the queue's critical section
-//!   (`Shared::publish`). A worker gives its slot up only in the queue's critical section:
-//!   when the queue is drained after shutdown, or as a timed-out surplus worker by an
-//!   exchange that requires another slot to remain or the queue to be empty
-//!   (`Shared::release_if_surplus`). So a submission either sees the smaller count (and
+//!   (one when the core size is 0), and pushes, all in the critical section of the
+//!   submitting thread's shard (`Shared::publish`). A worker gives its slot up only while
+//!   it holds every shard's lock: when the queue is drained after shutdown, or as a
+//!   timed-out surplus worker by an exchange that requires it still to be surplus and
+//!   another slot to remain or the queue to be empty (`Shared::release_if_surplus`). So a submission either sees the smaller count (and
 //!   reserves) or is seen by the worker (which stays). A thread that dies abnormally
 //!   reserves its replacement in the exchange that releases it.
 //! - E2: a task is accepted only while running. `shutdown` and `shutdown_now` change the
-//!   run state *before* their pass over the queue; a submission reads it in the critical
-//!   section that pushes. So a submission after the pass sees the new state (and is
+//!   run state *before* their pass over every shard; a submission reads it in the
+//!   critical section that pushes. So a submission after the pass sees the new state (and is
 //!   refused), and one before it is in the queue when the pass applies the policies. A
 //!   periodic task's re-queue reads the run state and the policy in its critical section
 //!   the same way.
-//! - E3: whenever the heap becomes empty after shutdown, every waiting worker is woken so
-//!   it can exit (`wake_if_drained`); so termination never waits for a deadline that no
-//!   longer exists.
-//! - E4: the run-after-shutdown flags are written under the queue lock, so a re-queue and
-//!   a policy pass agree on them; `remove_on_cancel` is a setting each cancel reads once
+//! - E3: whenever the queue becomes empty after shutdown, every waiting worker is woken so
+//!   it can exit (`wake_if_drained`, after the emptying critical section; of two threads
+//!   emptying the last two shards at once, one sees both empty: `is_empty_synced`); so
+//!   termination never waits for a deadline that no longer exists.
+//! - E4: the run-after-shutdown flags are written under every shard's lock, so a re-queue
+//!   (under its home shard's) and a policy pass agree on them; `remove_on_cancel` is a setting each cancel reads once
 //!   (no protocol depends on when a change becomes visible).
 //! - E5: `threads >= workers`; termination is latched exactly once, by the exchange that
 //!   makes the pool shut down with no thread working. A `shutdown` (or a policy change
@@ -62,8 +66,9 @@
 //!
 //! # Ordering
 //! The control word's orderings are in `control.rs` (`AcqRel` exchanges, `Acquire`
-//! loads). Settings (`core_pool_size`, the policy flags) are `Relaxed`: read as hints or
-//! under the queue lock, which orders what matters (E4). `handles` is `AcqRel` so the last
+//! loads). Settings (`core_pool_size`, the policy flags, `epoch`) are `Relaxed`: read as
+//! hints or under a queue lock, which orders what matters (E4; `epoch` is bumped before
+//! `wake_all` takes the coordinator lock a waiting worker holds when it reads it). `handles` is `AcqRel` so the last
 //! handle's drop sees every earlier use. Statistics counters: `stats.rs`.
 
 pub(crate) mod control;
@@ -73,19 +78,13 @@ mod worker;
 pub(crate) use shared::Shared;
 pub(crate) use worker::is_worker_of;
 
-/// What the queue lock guards for the executor beside the heap (the queue's extra state
-/// `X`): the accounting that must change in the same critical section as a take.
+/// What each queue shard's lock guards for the executor beside its store (the sharded
+/// queue's per-shard state `X`).
 #[derive(Debug, Default)]
-pub(crate) struct Activity {
-    /// Workers between taking a task and asking for the next one.
-    pub(crate) active: usize,
-    /// Bumped when the core size shrinks: idle workers re-check whether they are surplus.
-    pub(crate) epoch: u64,
-    /// Threads blocked in `wait_idle`.
-    pub(crate) idle_waiters: usize,
-    /// Tasks accepted into the queue (`PoolStats::task_count`, with the few accepted
-    /// without queueing, counted in `Counters::task_count`); counted under the lock
-    /// instead of in a shared atomic.
+pub(crate) struct Tally {
+    /// Tasks accepted into this shard (`PoolStats::task_count`, with the few accepted
+    /// without queueing, counted in `Counters::task_count`); counted under the shard's
+    /// lock instead of in a shared atomic.
     pub(crate) submitted: u64,
 }
 

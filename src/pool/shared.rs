@@ -8,23 +8,37 @@ use std::fmt;
 use std::time::Instant;
 
 use super::control::{Control, RunState};
-use super::Activity;
 use super::Policy;
+use super::Tally;
 use crate::builder::{Config, RejectionPolicy};
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::error::{run_caught, ScheduleError, TaskError};
 use crate::periodic::{Periodic, Schedule};
-use crate::queue::{BlockingQueue, Handle, Locked, TimedEntry};
+use crate::queue::sharded::{AllShards, ShardGuard, ShardedQueue};
+use crate::queue::{Handle, TimedEntry};
 use crate::stats::{self, Counters, Lateness, PoolStats};
-use crate::sync::{Arc, AtomicBool, AtomicUsize, Condvar, Weak};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob, NO_DEADLINE};
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
 pub(crate) type Entry = TimedEntry<Arc<dyn Job>>;
-/// Java: `DelayedWorkQueue`.
-pub(crate) type Queue = BlockingQueue<Entry, Activity>;
-/// The queue with its lock held.
-pub(crate) type Guard<'a> = Locked<'a, Entry, Activity>;
+/// Java: `DelayedWorkQueue`, sharded (`queue/sharded.rs`).
+pub(crate) type Queue = ShardedQueue<Entry, Tally>;
+/// One shard of the queue with its lock held.
+pub(crate) type Guard<'a> = ShardGuard<'a, Entry, Tally>;
+/// Every shard locked.
+pub(crate) type All<'a> = AllShards<'a, Entry, Tally>;
+
+/// How many shards the queue gets: one per CPU, rounded up to a power of two (at most
+/// `queue::sharded::MAX_SHARDS`). Models use two, so that every cross-shard path is
+/// explored.
+fn shard_count() -> usize {
+    if cfg!(all(test, loom)) {
+        2
+    } else {
+        num_cpus::get()
+    }
+}
 
 /// The core behind every handle, future and worker.
 pub(crate) struct Shared {
@@ -41,8 +55,10 @@ pub(crate) struct Shared {
     handles: AtomicUsize,
     pub(crate) counters: Counters,
     pub(crate) lateness: Lateness,
-    /// Signalled (under the queue lock) when the pool may have become idle (`wait_idle`).
-    pub(super) idle: Condvar,
+    /// Bumped when the core size shrinks: idle workers re-check whether they are surplus.
+    /// Relaxed: written before `wake_all` takes the queue's coordinator lock and read by
+    /// a waiting worker under that lock, which orders them.
+    pub(super) epoch: AtomicU64,
 }
 
 impl AdvanceListener for Shared {
@@ -56,11 +72,11 @@ impl Shared {
     pub(crate) fn new(config: Config) -> Arc<Shared> {
         let clock = config.clock.clone().map_or_else(Clock::real, Clock::Manual);
         let shared = Arc::new(Shared {
-            queue: BlockingQueue::with_spin(
+            queue: ShardedQueue::new(
                 clock.clone(),
-                0,
-                Activity::default(),
+                shard_count(),
                 config.spin_policy,
+                Tally::default,
             ),
             core_pool_size: AtomicUsize::new(config.core_pool_size),
             continue_periodic: AtomicBool::new(
@@ -72,7 +88,7 @@ impl Shared {
             handles: AtomicUsize::new(1),
             counters: Counters::new(),
             lateness: Lateness::new(),
-            idle: Condvar::new(),
+            epoch: AtomicU64::new(0),
             config,
         });
         let listener: Weak<dyn AdvanceListener> =
@@ -194,7 +210,7 @@ impl Shared {
     }
 
     pub(crate) fn queue_len(&self) -> usize {
-        self.queue.lock().len()
+        self.queue.len()
     }
 
     /// A policy flag's value. Relaxed: a setting (E4).
@@ -229,12 +245,19 @@ impl Shared {
         job: Arc<dyn Job>,
         due: bool,
     ) -> Result<(), ScheduleError> {
-        let published = self.publish(&mut self.queue.lock(), job, due);
+        let published = if self.config.max_queued_tasks == usize::MAX {
+            self.publish(&mut self.queue.lock(self.queue.local_shard()), job, due, 0)
+        } else {
+            // A bounded queue counts every shard's tasks under every shard's lock.
+            let mut all = self.queue.lock_all();
+            let queued = all.len();
+            self.publish(all.shard(self.queue.local_shard()), job, due, queued)
+        };
         match published {
-            Ok((handle, spawn)) => {
+            Ok((handle, home, spawn)) => {
                 if let Some(index) = spawn {
                     if !self.start_worker(index) {
-                        if let Some(job) = self.unqueue_if_workerless(handle, true) {
+                        if let Some(job) = self.unqueue_if_workerless(home, handle, true) {
                             stats::bump(&self.counters.rejected);
                             crate::task::drop_quietly(job);
                             return Err(ScheduleError::ThreadSpawn);
@@ -247,32 +270,35 @@ impl Shared {
         }
     }
 
-    /// The critical section of a submission (E1, E2): refuses after shutdown or when the
-    /// queue is full; else reserves a worker if fewer than the core size are reserved
-    /// (reserve-then-publish) and pushes the task. Returns its handle and the reserved
-    /// worker's index, for the caller to start after unlocking.
+    /// The critical section of a submission (E1, E2), in the submitting thread's shard:
+    /// refuses after shutdown or when the queue is full (`queued`: the tasks queued in
+    /// every shard, when the queue is bounded; the caller then holds every shard's lock);
+    /// else reserves a worker if fewer than the core size are reserved
+    /// (reserve-then-publish) and pushes the task. Returns its handle, its home shard and
+    /// the reserved worker's index, for the caller to start after unlocking.
     #[allow(clippy::type_complexity)]
     pub(crate) fn publish(
         &self,
         q: &mut Guard<'_>,
         job: Arc<dyn Job>,
         due: bool,
-    ) -> Result<(Handle, Option<usize>), (Arc<dyn Job>, ScheduleError)> {
+        queued: usize,
+    ) -> Result<(Handle, usize, Option<usize>), (Arc<dyn Job>, ScheduleError)> {
         // E2: the run state is read in the critical section that publishes the task, and
         // `shutdown` changes it before its own pass over the queue.
         if !self.control.load().is_running() {
             return Err((job, ScheduleError::Shutdown));
         }
-        if q.len() >= self.config.max_queued_tasks {
+        if queued >= self.config.max_queued_tasks {
             return Err((job, ScheduleError::QueueFull));
         }
         // E1: reserved in the same critical section, so a worker releasing its slot in
         // its own critical section either is seen here or sees this task.
         let spawn = self.control.reserve_for_task(self.core_pool_size());
         let deadline = job.header().deadline();
-        let seq = q.next_seq();
-        job.header().number(seq);
-        q.ext.submitted += 1; // counted in the critical section that accepts it
+        let seq = self.queue.next_seq();
+        job.header().number(seq, q.index()); // the task's home shard from now on (T4)
+        q.ext().submitted += 1; // counted in the critical section that accepts it
         let handle = q.push_tracked(
             TimedEntry {
                 deadline,
@@ -282,7 +308,7 @@ impl Shared {
             due,
             |e: &Entry| &e.value.header().position, // T4
         );
-        Ok((handle, spawn))
+        Ok((handle, q.index(), spawn))
     }
 
     /// `Err(Shutdown)`, counted and traced, if the executor is shut down (for submissions
@@ -299,11 +325,11 @@ impl Shared {
     /// Moves the next run of a task to `at`; see `ScheduledFuture::reschedule`. O(log n).
     pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
         let header = job.header();
-        let mut q = self.queue.lock();
-        let handle = q.handle_at(&header.position); // T4
+        let mut q = self.queue.lock(header.home()); // T4: the home shard
+        let handle = q.handle_at(&header.position);
         match header.state() {
             state::SCHEDULED if q.contains(handle) => {
-                let seq = q.next_seq();
+                let seq = self.queue.next_seq();
                 q.update_tracked(
                     &header.position,
                     |e| {
@@ -312,8 +338,7 @@ impl Shared {
                     },
                     |e: &Entry| &e.value.header().position, // T4
                 );
-                header.set_deadline(at);
-                self.notify_idle(&q); // a due head may have moved away
+                header.set_deadline(at); // a due head moving away wakes `wait_idle` (sharded.rs)
                 true
             }
             // Out of the queue for a run (or just popped for one): the next run moves.
@@ -325,15 +350,6 @@ impl Shared {
                 true
             }
             _ => false,
-        }
-    }
-
-    /// Wakes `wait_idle` callers after anything that may have made the pool idle: a worker
-    /// finishing, a due task leaving the queue.
-    #[inline]
-    pub(super) fn notify_idle(&self, q: &Guard<'_>) {
-        if q.ext.idle_waiters > 0 {
-            self.idle.notify_all();
         }
     }
 
@@ -377,25 +393,28 @@ impl Shared {
     #[cold]
     pub(super) fn unqueue_if_workerless(
         &self,
+        home: usize,
         handle: crate::queue::Handle,
         new: bool,
     ) -> Option<Arc<dyn Job>> {
-        let mut q = self.queue.lock();
+        // E1: workers release their slots only under every shard's lock, so this shard's
+        // lock orders the check against them.
+        let mut q = self.queue.lock(home);
         if self.control.load().workers() > 0 {
             return None;
         }
         let removed = q.remove(handle);
         if new && removed.is_some() {
-            q.ext.submitted -= 1; // refused after all: not a task the pool took
+            q.ext().submitted -= 1; // refused after all: not a task the pool took
         }
-        self.notify_idle(&q);
         removed.map(|e| e.value)
     }
 
     /// Re-queues a periodic task after a run, if the run state allows (E2). For runs on
     /// the caller's thread (`CallerRuns`); workers re-queue inside `next_task`.
     pub(crate) fn requeue(self: &Arc<Self>, job: Arc<dyn Job>, next: Ticks) {
-        let mut q = self.queue.lock();
+        let home = job.header().home();
+        let mut q = self.queue.lock(home);
         let outcome = self.requeue_locked(&mut q, job, next);
         let spawn = match outcome {
             Requeued::Queued(handle) => self
@@ -410,7 +429,7 @@ impl Shared {
         }
         if let Some((index, handle)) = spawn {
             if !self.start_worker(index) {
-                if let Some(job) = self.unqueue_if_workerless(handle, false) {
+                if let Some(job) = self.unqueue_if_workerless(home, handle, false) {
                     if job.header().cancel() {
                         job.finish_cancelled();
                     }
@@ -419,8 +438,9 @@ impl Shared {
         }
     }
 
-    /// The decision and the push of a re-queue, under the lock (E2). A refused task has
-    /// been cancelled here and must be finished by the caller after unlocking (T2, I4).
+    /// The decision and the push of a re-queue, under the lock of the task's home shard
+    /// (E2, T4). A refused task has been cancelled here and must be finished by the
+    /// caller after unlocking (T2, I4).
     pub(super) fn requeue_locked(
         &self,
         q: &mut Guard<'_>,
@@ -428,6 +448,7 @@ impl Shared {
         next: Ticks,
     ) -> Requeued {
         let header = job.header();
+        debug_assert_eq!(q.index(), header.home(), "T4: the home shard");
         if header.state() != state::SCHEDULED {
             return Requeued::Dropped; // cancelled since its run ended; the canceller completes it
         }
@@ -450,7 +471,7 @@ impl Shared {
                 at
             }
         };
-        let seq = q.next_seq();
+        let seq = self.queue.next_seq();
         let handle = q.push_tracked(
             TimedEntry {
                 deadline: next,
@@ -472,13 +493,13 @@ impl Shared {
         }
         // Relaxed: a setting; the removal itself is ordered by the queue lock (T4).
         if self.remove_on_cancel.load(Ordering::Relaxed) {
-            let removed = {
-                let mut q = self.queue.lock();
-                let removed = q.remove_tracked(&header.position); // T4
-                wake_if_drained(self, &q); // E3
-                self.notify_idle(&q);
-                removed
-            };
+            let removed = self
+                .queue
+                .lock(header.home())
+                .remove_tracked(&header.position); // T4
+            if removed.is_some() {
+                wake_if_drained(self); // E3
+            }
             drop(removed); // I4: outside the lock
         }
         job.finish_cancelled();
@@ -491,12 +512,8 @@ impl Shared {
         // a finisher slot until the futures of the tasks it removed are complete, so
         // termination means that work is done too.
         let before = self.control.shut_down(RunState::Shutdown);
-        let removed = {
-            let mut q = self.queue.lock();
-            let removed = self.apply_shutdown_policies(&mut q);
-            q.wake_all(); // E3: idle workers re-check; they exit if drained
-            removed
-        };
+        let removed = self.apply_shutdown_policies(&mut self.queue.lock_all());
+        self.queue.wake_all(); // E3: idle workers re-check; they exit if drained
         if before == RunState::Running {
             tracing::info!(target: "schedpool", "executor shut down");
         }
@@ -512,9 +529,10 @@ impl Shared {
     }
 
     /// Removes the queued tasks the run-after-shutdown policies no longer allow (and
-    /// cancelled ones); cancels them under the lock, so `is_cancelled` is true by the time
-    /// the lock is released. Does nothing before shutdown.
-    pub(super) fn apply_shutdown_policies(&self, q: &mut Guard<'_>) -> Vec<(Entry, bool)> {
+    /// cancelled ones) from every shard; cancels them under the locks, so `is_cancelled`
+    /// is true by the time the locks are released. Does nothing before shutdown. The
+    /// caller wakes the workers after unlocking (E3).
+    pub(super) fn apply_shutdown_policies(&self, q: &mut All<'_>) -> Vec<(Entry, bool)> {
         if self.control.load().is_running() {
             return Vec::new();
         }
@@ -530,8 +548,6 @@ impl Shared {
                     !keep_delayed && e.deadline > now
                 }
         });
-        wake_if_drained(self, q);
-        self.notify_idle(q);
         removed
             .into_iter()
             .map(|e| {
@@ -544,13 +560,8 @@ impl Shared {
     /// Stops the pool and hands back the queued tasks not yet cancelled, in deadline order.
     pub(crate) fn shutdown_now(&self) -> Vec<Arc<dyn Job>> {
         let before = self.control.shut_down(RunState::Stop); // E2: before the pass
-        let entries = {
-            let mut q = self.queue.lock();
-            let entries = q.drain_due(Ticks::MAX);
-            q.wake_all();
-            self.notify_idle(&q);
-            entries
-        };
+        let entries = self.queue.lock_all().drain_sorted();
+        self.queue.wake_all();
         if before == RunState::Running {
             tracing::info!(target: "schedpool", "executor shut down (shutdown_now)");
         }
@@ -568,27 +579,29 @@ impl Shared {
     }
 
     pub(crate) fn purge(&self) -> usize {
-        let removed = {
-            let mut q = self.queue.lock();
-            let removed = q.extract_if(|e| e.value.header().state() == state::CANCELLED);
-            wake_if_drained(self, &q);
-            self.notify_idle(&q);
-            removed
-        };
+        let removed = self
+            .queue
+            .lock_all()
+            .extract_if(|e| e.value.header().state() == state::CANCELLED);
+        wake_if_drained(self);
         removed.len()
     }
 
     pub(crate) fn stats(&self) -> PoolStats {
         let (lateness_p50, lateness_p99, lateness_max) = self.lateness.summary();
-        let q = self.queue.lock();
+        let (queued, submitted) = {
+            let mut all = self.queue.lock_all();
+            let submitted: u64 = all.shards().map(|g| g.ext().submitted).sum();
+            (all.len(), submitted)
+        };
         let c = &self.counters;
         PoolStats {
             core_pool_size: self.core_pool_size(),
             pool_size: self.control.load().workers(),
-            active_count: q.ext.active,
+            active_count: self.queue.active(),
             largest_pool_size: self.control.largest(),
-            queued: q.len(),
-            task_count: stats::read(&c.task_count) + q.ext.submitted,
+            queued,
+            task_count: stats::read(&c.task_count) + submitted,
             completed_task_count: stats::read(&c.completed),
             rejected_count: stats::read(&c.rejected),
             panicked_count: stats::read(&c.panicked),
@@ -610,10 +623,11 @@ impl Shared {
         }
         self.control.finisher_start(); // E5: removals after shutdown are pool work
         let removed = {
-            let mut q = self.queue.lock();
-            self.flag(policy).store(value, Ordering::Relaxed); // E4: under the lock
-            self.apply_shutdown_policies(&mut q)
+            let mut all = self.queue.lock_all();
+            self.flag(policy).store(value, Ordering::Relaxed); // E4: under every shard's lock
+            self.apply_shutdown_policies(&mut all)
         };
+        wake_if_drained(self); // E3
         finish_removed(removed);
         self.finisher_done();
     }
@@ -629,10 +643,12 @@ pub(super) enum Requeued {
     Dropped,
 }
 
-/// E3: after shutdown, a drained queue wakes every idle worker so it can exit.
-pub(super) fn wake_if_drained(shared: &Shared, q: &Guard<'_>) {
-    if !shared.control.load().is_running() && q.is_empty() {
-        q.wake_all();
+/// E3: after shutdown, a drained queue wakes every idle worker so it can exit. Called
+/// with no shard locked, after a removal; `is_empty_synced` makes sure that of two
+/// threads emptying the last two shards at once, one sees both empty.
+pub(super) fn wake_if_drained(shared: &Shared) {
+    if !shared.control.load().is_running() && shared.queue.is_empty_synced() {
+        shared.queue.wake_all();
     }
 }
 

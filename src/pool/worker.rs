@@ -14,7 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use super::control::RunState;
-use super::shared::{wake_if_drained, Entry, Guard, Requeued, Shared};
+use super::shared::{wake_if_drained, Entry, Requeued, Shared};
 use crate::builder::Hook;
 use crate::clock::{self, Ticks};
 use crate::queue::Take;
@@ -162,47 +162,29 @@ impl Shared {
         if is_worker_of(self) {
             return false;
         }
-        let mut q = self.queue.lock();
-        loop {
-            let now = self.clock().now();
-            let due = q.head_deadline().is_some_and(|d| d <= now);
-            if !due && q.ext.active == 0 {
-                return true;
-            }
-            q.ext.idle_waiters += 1;
-            let timed_out = q.wait_on(&self.idle, until);
-            q.ext.idle_waiters -= 1;
-            if timed_out && until.is_some_and(|u| Instant::now() >= u) {
-                let due = q.head_deadline().is_some_and(|d| d <= self.clock().now());
-                return !due && q.ext.active == 0;
-            }
-        }
+        self.queue.wait_idle(until)
     }
 
     pub(crate) fn set_core_pool_size(self: &Arc<Self>, n: usize) {
-        let spawns: Vec<usize> = {
-            let mut q = self.queue.lock();
-            let old = self.core_pool_size.swap(n, Ordering::Relaxed);
-            if n < old {
-                q.ext.epoch += 1; // surplus idle workers re-check and time out
-                q.wake_all();
-                Vec::new()
-            } else {
-                // Java: start threads for queued tasks, at most one per new core slot.
-                let wanted = (n - old).min(q.len());
-                let mut spawns = Vec::new();
-                while spawns.len() < wanted {
-                    match self
-                        .control
-                        .reserve_if(|c| c.is_running() && c.workers() < n)
-                    {
-                        Some(index) => spawns.push(index),
-                        None => break,
-                    }
-                }
-                spawns
+        let old = self.core_pool_size.swap(n, Ordering::Relaxed);
+        if n < old {
+            // Relaxed: `wake_all` takes the coordinator lock the waiters hold (`epoch`).
+            self.epoch.fetch_add(1, Ordering::Relaxed); // surplus idle workers re-check
+            self.queue.wake_all();
+            return;
+        }
+        // Java: start threads for queued tasks, at most one per new core slot.
+        let wanted = (n - old).min(self.queue.len());
+        let mut spawns = Vec::new();
+        while spawns.len() < wanted {
+            match self
+                .control
+                .reserve_if(|c| c.is_running() && c.workers() < n)
+            {
+                Some(index) => spawns.push(index),
+                None => break,
             }
-        };
+        }
         for index in spawns {
             self.start_worker(index);
         }
@@ -249,91 +231,103 @@ impl Shared {
     }
 
     /// The worker's next task (Java: `getTask`), with the worker's bookkeeping: `finished`
-    /// says the caller just ran a task, `requeue` carries a periodic task's next run, both
-    /// settled in the same critical section as the take. Returns `None` when the worker
-    /// must exit, having released its worker slot under the lock (E1).
+    /// says the caller just ran a task, `requeue` carries a periodic task's next run
+    /// (re-queued into its home shard first). Returns `None` when the worker must exit,
+    /// having released its worker slot under every shard's lock (E1).
     pub(crate) fn next_task(
         &self,
         finished: bool,
         requeue: Option<(Arc<dyn Job>, Ticks)>,
     ) -> Option<(Entry, Ticks)> {
-        let mut q = self.queue.lock();
         if let Some((job, next)) = requeue {
+            let mut q = self.queue.lock(job.header().home());
             if let Requeued::Refused(job) = self.requeue_locked(&mut q, job, next) {
                 drop(q); // rare (after shutdown): complete its future without the lock
                 job.finish_cancelled();
-                q = self.queue.lock();
             }
         }
         if finished {
-            q.ext.active -= 1;
-            if q.ext.active == 0 {
-                self.notify_idle(&q);
-            }
+            self.queue.finished(); // Q4; wakes `wait_idle` if the pool went idle
         }
         let mut timed_out = false;
         loop {
             let c = self.control.load();
-            if c.is_drained(q.len()) {
-                let released = self.control.release_worker_if(|_| true);
-                debug_assert!(released, "W1: a worker holds its slot until here");
-                return None;
+            if !c.is_running() {
+                // E1, E3: whether the queue is drained is decided under every shard's
+                // lock, and the slot released there. (The run state never goes back.)
+                let all = self.queue.lock_all();
+                if c.is_drained(all.len()) {
+                    let released = self.control.release_worker_if(|_| true);
+                    debug_assert!(released, "W1: a worker holds its slot until here");
+                    return None;
+                }
             }
             // Java: a worker above the core size (with core 0: the single one) is surplus. A
             // last worker with tasks queued cannot exit (E1), so it waits for them untimed
             // rather than polling every `keep_alive`.
             let surplus =
                 self.config.allow_core_thread_timeout || c.workers() > self.core_pool_size();
-            let timed = surplus && (c.workers() > 1 || q.is_empty());
-            if timed && timed_out && self.release_if_surplus(&q) {
+            let timed = surplus && (c.workers() > 1 || self.queue.is_empty_hint());
+            if timed && timed_out && self.release_if_surplus() {
                 return None;
             }
-            let epoch = q.ext.epoch;
+            // Relaxed: see `Shared::epoch`.
+            let epoch = self.epoch.load(Ordering::Relaxed);
             let timeout = if timed {
                 clock::timeout_at(self.config.keep_alive)
             } else {
                 None
             };
-            let taken = q.take(timeout, |s| {
-                self.control.load().is_drained(s.len())
-                    || s.ext.epoch != epoch
-                    || (surplus && !timed && s.is_empty()) // may time out now: re-decide
+            let taken = self.queue.take(timeout, |empty| {
+                self.control.load().is_drained(usize::from(!empty))
+                    || self.epoch.load(Ordering::Relaxed) != epoch
+                    || (surplus && !timed && empty) // may time out now: re-decide
             });
             match taken {
                 Take::Item(entry, now) => {
-                    q.ext.active += 1;
-                    wake_if_drained(self, &q); // E3
+                    wake_if_drained(self); // E3
                     return Some((entry, now));
                 }
                 Take::TimedOut => timed_out = true,
-                Take::Stopped => timed_out = timed && q.ext.epoch != epoch,
+                Take::Stopped => {
+                    timed_out = timed && self.epoch.load(Ordering::Relaxed) != epoch;
+                }
             }
         }
     }
 
     /// E1: a surplus worker that timed out gives up its slot if another worker remains or
-    /// nothing is queued; `true` if it did. Decided in the queue's critical section,
-    /// against the value the exchange replaces, so a submission either sees the smaller
-    /// count (and reserves a worker) or was seen here (the queue is not empty).
-    pub(crate) fn release_if_surplus(&self, q: &Guard<'_>) -> bool {
-        let empty = q.is_empty();
-        self.control.release_worker_if(|c| c.workers() > 1 || empty)
+    /// nothing is queued; `true` if it did. Decided under every shard's lock, against the
+    /// value the exchange replaces, so a submission (which reserves in its shard's
+    /// critical section) either sees the smaller count (and reserves a worker) or was seen
+    /// here (the queue is not empty).
+    ///
+    /// Whether the worker is still surplus is decided against that same value: two
+    /// surplus workers timing out together must not both leave when only one is above the
+    /// core size.
+    pub(crate) fn release_if_surplus(&self) -> bool {
+        let all = self.queue.lock_all();
+        let empty = all.is_empty();
+        let core = self.core_pool_size();
+        let timeout_core = self.config.allow_core_thread_timeout;
+        self.control.release_worker_if(|c| {
+            (timeout_core || c.workers() > core) && (c.workers() > 1 || empty)
+        })
     }
 
     /// A worker thread is finishing (its stop hook has run). `released` says whether it
     /// already gave up its worker slot in `next_task`; `was_active` whether it dies in the
     /// middle of a task (only if the crate itself panicked: user code is contained).
     pub(crate) fn worker_exited(self: &Arc<Self>, released: bool, was_active: bool) {
+        if was_active {
+            self.queue.finished();
+        }
         let exit = {
-            let mut q = self.queue.lock();
-            if was_active {
-                q.ext.active -= 1;
-                self.notify_idle(&q);
-            }
+            let all = self.queue.lock_all();
             // E1 even if a worker died abnormally: a queued task always has a worker. The
             // replacement is reserved in the exchange that releases this thread, decided
-            // against the queue as this critical section sees it.
-            let empty = q.is_empty();
+            // against the queue as these critical sections see it.
+            let empty = all.is_empty();
             let exit = self.control.thread_exit(released, |after| {
                 after.workers() == 0 && !empty && after.run_state() != RunState::Stop
             });

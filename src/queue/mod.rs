@@ -1,10 +1,11 @@
-//! The blocking delayed queue behind the executor (Java: `DelayedWorkQueue`),
-//! [`DelayQueue`](crate::DelayQueue) and [`PriorityBlockingQueue`](crate::PriorityBlockingQueue).
+//! The queues: this file's blocking delayed queue behind
+//! [`DelayQueue`](crate::DelayQueue) and [`PriorityBlockingQueue`](crate::PriorityBlockingQueue),
+//! and the executor's sharded queue (Java: `DelayedWorkQueue`) in `sharded.rs`. Both keep
+//! their entries in a [`Store`] (`store.rs`: the indexed heap of `heap.rs` and the ready
+//! lane of `lane.rs`); the sharded queue has one per shard.
 //!
 //! # Design
-//! One `Mutex<State>` guards the heap, the leader flag and whatever extra state `X` the
-//! owner keeps beside it (the executor keeps its run state and worker counts there, so that
-//! "is there a worker for this task?" and "is the queue empty?" are decided atomically).
+//! One `Mutex<State>` guards the store, the leader flag and the sequence counter.
 //! Waiting is leader/follower, as in Java's `DelayedWorkQueue` and `DelayQueue`: at most
 //! one thread, the leader, sleeps until the head's deadline; the others sleep without a
 //! timeout. Unlike Java, the two kinds of sleeper wait on two condition variables:
@@ -28,8 +29,10 @@
 //! Entries whose deadline is always 0 (the priority queue) are always due: nobody ever
 //! becomes leader and `take` degenerates to "wait while empty".
 //!
-//! We rejected a lock-free queue: removal by handle needs a stable heap while it sifts, and
-//! every critical section here is O(log n) with no user code inside (I4).
+//! The public queues keep one lock: their users are few threads, and removal by handle
+//! needs a stable heap while it sifts. The executor's queue, which every producer,
+//! canceller and worker uses, is sharded instead (`sharded.rs`, `docs/BENCHMARKS.md` for
+//! the measurements).
 //!
 //! # Invariants
 //! - I1: heap invariants H1–H3 (`heap.rs`) hold whenever the lock is free.
@@ -48,11 +51,12 @@
 //!   re-checks the heap under the lock. `drain_due` at `shutdown_now` is followed by
 //!   `wake_all`.
 //! - I6: a [`Position`] (an entry's handle, stored with the entry's owner so that
-//!   removal needs no search) and a [`LockedCell`] are read and written only through a
-//!   [`Locked`] guard of the queue they belong to (T4 in `task/mod.rs`, made a type).
+//!   removal needs no search) and a [`LockedCell`] are read and written only by the
+//!   [`Store`] they belong to, through the lock guard of its owner (a [`Locked`] guard, or
+//!   a shard's guard in `sharded.rs`; T4 in `task/mod.rs`, made a type).
 //! - I7: the ready lane (`lane.rs`) holds only entries that were due when queued, in
 //!   order; the head is the earlier of the lane's front and the heap's root, so entries
-//!   leave in exactly the order a heap alone would give.
+//!   leave in exactly the order a heap alone would give (`store.rs`).
 //!
 //! # Ordering
 //! The heap, the leader flag, the sequence counter and the waiting policy's state are
@@ -63,6 +67,8 @@
 mod heap;
 mod lane;
 mod park;
+pub(crate) mod sharded;
+mod store;
 
 use crate::sync::Ordering;
 use std::fmt;
@@ -70,9 +76,9 @@ use std::time::Instant;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::sync::{unlocked, AtomicU64, Condvar, Mutex, MutexGuard, StatCounter};
-use heap::{Handle as HeapHandle, IndexedHeap};
-use lane::Lane;
+use heap::Handle as HeapHandle;
 use park::{Lead, Park};
+use store::Store;
 
 pub use park::SpinPolicy;
 
@@ -120,7 +126,7 @@ impl Handle {
 
 /// An entry's place in its queue, kept by the entry's owner (a task header) so that a
 /// removal finds the entry without a search. Only the queue reaches the handle inside,
-/// through its lock guard (I6): [`Locked::push_tracked`] writes it, the `*_tracked`
+/// through its lock guard (I6): [`Store::push_tracked`] writes it, the `*_tracked`
 /// methods read it. A handle left behind after the entry left the queue is stale and
 /// matches nothing (H3 in `heap.rs`).
 #[derive(Debug)]
@@ -139,8 +145,8 @@ impl Default for Position {
     }
 }
 
-/// A `u64` that lives outside the queue (in a task header) but is guarded by the queue's
-/// lock: read and written only through a [`Locked`] guard (I6).
+/// A `u64` that lives outside the queue (in a task header) but is guarded by a queue's
+/// lock: read and written only through [`Store::replace`], under that lock (I6).
 #[derive(Debug)]
 pub(crate) struct LockedCell(AtomicU64);
 
@@ -179,23 +185,18 @@ impl<V> Timed for TimedEntry<V> {
 }
 
 /// What the lock guards.
-pub(crate) struct State<E, X> {
-    /// Pending entries, first out at the root (I1).
-    heap: IndexedHeap<E>,
-    /// Entries that were due when queued, in order (`lane.rs`); a take takes the earlier
-    /// of the lane's front and the heap's root (I7).
-    lane: Lane<E>,
+pub(crate) struct State<E> {
+    /// Pending entries: the heap and the ready lane (`store.rs`, I1, I7).
+    store: Store<E>,
     /// A thread is the leader (I2).
     leader: bool,
     /// The real-clock waiting policy's state (`park.rs`).
     park: Park,
     /// Next FIFO sequence number.
     seq: u64,
-    /// The owner's state, guarded by the same lock.
-    pub(crate) ext: X,
 }
 
-impl<E: Timed, X> State<E, X> {
+impl<E: Timed> State<E> {
     /// A fresh sequence number: later calls get larger numbers.
     #[inline]
     pub(crate) fn next_seq(&mut self) -> u64 {
@@ -207,42 +208,24 @@ impl<E: Timed, X> State<E, X> {
     /// The head's deadline, if any.
     #[inline]
     pub(crate) fn head_deadline(&self) -> Option<Ticks> {
-        self.peek().map(Timed::deadline)
+        self.store.head_deadline()
     }
 
     /// The head, if any: the earlier of the lane's front and the heap's root (I7).
     #[inline]
     pub(crate) fn peek(&self) -> Option<&E> {
-        match (self.lane.peek(), self.heap.peek()) {
-            (Some(l), Some(h)) => Some(if h.before(l) { h } else { l }),
-            (l, h) => l.or(h),
-        }
-    }
-
-    /// Removes the head (I7).
-    #[inline]
-    fn pop_head(&mut self) -> Option<E> {
-        let from_heap = match (self.lane.peek(), self.heap.peek()) {
-            (Some(l), Some(h)) => h.before(l),
-            (None, _) => true,
-            (Some(_), None) => false,
-        };
-        if from_heap {
-            self.heap.pop()
-        } else {
-            self.lane.pop()
-        }
+        self.store.peek()
     }
 
     /// Entries queued.
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.heap.len() + self.lane.len()
+        self.store.len()
     }
 
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.heap.is_empty() && self.lane.is_empty()
+        self.store.is_empty()
     }
 }
 
@@ -258,8 +241,8 @@ pub(crate) enum Take<E> {
 }
 
 /// The blocking queue: a heap under one lock with leader/follower waiting.
-pub(crate) struct BlockingQueue<E, X = ()> {
-    state: Mutex<State<E, X>>,
+pub(crate) struct BlockingQueue<E> {
+    state: Mutex<State<E>>,
     /// The leader's timed wait (I2, I5).
     leader_cv: Condvar,
     /// Everyone else's untimed wait (I3, I5).
@@ -271,21 +254,14 @@ pub(crate) struct BlockingQueue<E, X = ()> {
     clock: Clock,
 }
 
-impl<E: Timed, X> BlockingQueue<E, X> {
-    pub(crate) fn new(clock: Clock, capacity: usize, ext: X) -> Self {
-        Self::with_spin(clock, capacity, ext, SpinPolicy::Adaptive)
-    }
-
-    /// As [`new`](Self::new), with the real-clock waiting policy.
-    pub(crate) fn with_spin(clock: Clock, capacity: usize, ext: X, spin: SpinPolicy) -> Self {
+impl<E: Timed> BlockingQueue<E> {
+    pub(crate) fn new(clock: Clock, capacity: usize) -> Self {
         BlockingQueue {
             state: Mutex::new(State {
-                heap: IndexedHeap::with_capacity(capacity),
-                lane: Lane::new(),
+                store: Store::with_capacity(capacity),
                 leader: false,
-                park: Park::new(spin),
+                park: Park::new(SpinPolicy::Adaptive),
                 seq: 0,
-                ext,
             }),
             leader_cv: Condvar::new(),
             followers: Condvar::new(),
@@ -301,7 +277,7 @@ impl<E: Timed, X> BlockingQueue<E, X> {
 
     /// Takes the lock.
     #[inline]
-    pub(crate) fn lock(&self) -> Locked<'_, E, X> {
+    pub(crate) fn lock(&self) -> Locked<'_, E> {
         Locked {
             queue: self,
             state: self.state.lock(),
@@ -331,7 +307,7 @@ impl<E: Timed, X> BlockingQueue<E, X> {
     /// I5: a new head, or the head left: the leader must re-arm; with no leader, one
     /// follower takes the lead.
     #[inline]
-    fn signal_head_changed(&self, state: &State<E, X>) {
+    fn signal_head_changed(&self, state: &State<E>) {
         self.head_changes.fetch_add(1, Ordering::Relaxed);
         if state.leader {
             self.leader_cv.notify_one();
@@ -341,7 +317,7 @@ impl<E: Timed, X> BlockingQueue<E, X> {
     }
 }
 
-impl<E: Timed + Send, X: Send> AdvanceListener for BlockingQueue<E, X> {
+impl<E: Timed + Send> AdvanceListener for BlockingQueue<E> {
     /// C3 (`clock.rs`): the time moved; the leader re-reads it under the lock.
     fn on_advance(&self) {
         let state = self.state.lock();
@@ -349,7 +325,7 @@ impl<E: Timed + Send, X: Send> AdvanceListener for BlockingQueue<E, X> {
     }
 }
 
-impl<E, X> fmt::Debug for BlockingQueue<E, X> {
+impl<E> fmt::Debug for BlockingQueue<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BlockingQueue").finish_non_exhaustive()
     }
@@ -357,171 +333,52 @@ impl<E, X> fmt::Debug for BlockingQueue<E, X> {
 
 /// The queue with its lock held. Only this guard hands out `&mut State`, so every
 /// function that takes it runs under the lock by construction.
-pub(crate) struct Locked<'a, E, X> {
-    queue: &'a BlockingQueue<E, X>,
-    state: MutexGuard<'a, State<E, X>>,
+pub(crate) struct Locked<'a, E> {
+    queue: &'a BlockingQueue<E>,
+    state: MutexGuard<'a, State<E>>,
 }
 
-impl<E: Timed, X> std::ops::Deref for Locked<'_, E, X> {
-    type Target = State<E, X>;
+impl<E: Timed> std::ops::Deref for Locked<'_, E> {
+    type Target = State<E>;
     #[inline]
-    fn deref(&self) -> &State<E, X> {
+    fn deref(&self) -> &State<E> {
         &self.state
     }
 }
 
-impl<E: Timed, X> std::ops::DerefMut for Locked<'_, E, X> {
+impl<E: Timed> std::ops::DerefMut for Locked<'_, E> {
     #[inline]
-    fn deref_mut(&mut self) -> &mut State<E, X> {
+    fn deref_mut(&mut self) -> &mut State<E> {
         &mut self.state
     }
 }
 
-impl<E: Timed, X> Locked<'_, E, X> {
+impl<E: Timed> Locked<'_, E> {
     /// Inserts an entry into the heap; signals a waiter if it is the new head (I5).
     /// O(log n).
     #[inline]
     pub(crate) fn push(&mut self, entry: E) -> Handle {
-        Handle::heap(self.push_heap(entry))
-    }
-
-    #[inline]
-    fn push_heap(&mut self, entry: E) -> HeapHandle {
-        let h = self.state.heap.push(entry);
-        if self.state.heap.position(h) == Some(0) {
-            let root = self.state.heap.peek().expect("just pushed");
-            if self.state.lane.peek().is_none_or(|l| !l.before(root)) {
-                self.queue.signal_head_changed(&self.state);
-            }
-        }
-        h
-    }
-
-    /// Inserts an entry and records its handle in the [`Position`] that `position` finds
-    /// in it (I6); signals a waiter if it is the new head (I5). With `due` (the caller
-    /// read the clock and the entry's deadline is not after it), the entry goes into the
-    /// ready lane when that keeps the lane in order: O(1); else into the heap: O(log n).
-    #[inline]
-    pub(crate) fn push_tracked(
-        &mut self,
-        entry: E,
-        due: bool,
-        position: impl FnOnce(&E) -> &Position,
-    ) -> Handle {
-        let (handle, stored) = if due && self.state.lane.accepts(&entry) {
-            let first = self.state.lane.is_empty()
-                && self.state.heap.peek().is_none_or(|h| !h.before(&entry));
-            let ticket = self.state.lane.push(entry);
-            if first {
-                self.queue.signal_head_changed(&self.state); // I5: a new (due) head
-            }
-            (Handle::lane(ticket), self.state.lane.get(ticket))
-        } else {
-            let h = self.push_heap(entry);
-            (Handle::heap(h), self.state.heap.get(h))
-        };
-        if let Some(entry) = stored {
-            // Relaxed: under the lock (I6).
-            position(entry).0.store(handle.0, Ordering::Relaxed);
+        let (handle, head) = self.state.store.push(entry);
+        if head {
+            self.queue.signal_head_changed(&self.state);
         }
         handle
-    }
-
-    /// The handle a [`Position`] holds (I6).
-    #[inline]
-    pub(crate) fn handle_at(&self, position: &Position) -> Handle {
-        // Relaxed: under the lock (I6).
-        Handle(position.0.load(Ordering::Relaxed))
-    }
-
-    /// Removes the entry at `position`, if it is still queued (I5 if it was the head).
-    #[inline]
-    pub(crate) fn remove_tracked(&mut self, position: &Position) -> Option<E> {
-        let h = self.handle_at(position);
-        self.remove(h)
-    }
-
-    /// Replaces the value of a [`LockedCell`] and returns the old one (I6).
-    #[inline]
-    pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {
-        // Relaxed: under the lock (I6).
-        cell.0.swap(value, Ordering::Relaxed)
     }
 
     /// Removes the entry `h` names (I5 if it was the head). O(log n) in the heap, O(1) in
     /// the lane (whose entries are due: no signal, I5).
     #[inline]
     pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
-        match h.place() {
-            Place::Heap(h) => {
-                let was_root = self.state.heap.position(h)? == 0;
-                let entry = self.state.heap.remove(h);
-                if was_root {
-                    self.queue.signal_head_changed(&self.state);
-                }
-                entry
-            }
-            Place::Lane(ticket) => self.state.lane.remove(ticket),
-            Place::Nowhere => None,
-        }
-    }
-
-    /// Changes the key of the entry at `position` (I5 if the head changed) and keeps
-    /// `position` naming it (`position_of` finds it in the entry). An entry in the lane
-    /// moves to the heap. O(log n).
-    pub(crate) fn update_tracked(
-        &mut self,
-        position: &Position,
-        f: impl FnOnce(&mut E),
-        position_of: impl FnOnce(&E) -> &Position,
-    ) -> bool {
-        match self.handle_at(position).place() {
-            Place::Heap(h) => {
-                let Some(old) = self.state.heap.position(h) else {
-                    return false;
-                };
-                self.state.heap.update(h, f);
-                if old == 0 || self.state.heap.position(h) == Some(0) {
-                    self.queue.signal_head_changed(&self.state);
-                }
-                true
-            }
-            Place::Lane(ticket) => {
-                let Some(mut entry) = self.state.lane.remove(ticket) else {
-                    return false;
-                };
-                f(&mut entry);
-                self.push_tracked(entry, false, position_of);
-                true
-            }
-            Place::Nowhere => false,
-        }
-    }
-
-    /// `true` if the entry `h` names is queued.
-    #[inline]
-    pub(crate) fn contains(&self, h: Handle) -> bool {
-        match h.place() {
-            Place::Heap(h) => self.state.heap.position(h).is_some(),
-            Place::Lane(ticket) => self.state.lane.get(ticket).is_some(),
-            Place::Nowhere => false,
-        }
-    }
-
-    /// Removes every entry `remove` selects; signals the leader (the head may have gone).
-    pub(crate) fn extract_if(&mut self, mut remove: impl FnMut(&E) -> bool) -> Vec<E> {
-        let mut out = self.state.lane.extract_if(&mut remove);
-        out.extend(self.state.heap.extract_if(remove));
-        if !out.is_empty() {
+        let (entry, was_head) = self.state.store.remove(h);
+        if was_head {
             self.queue.signal_head_changed(&self.state);
         }
-        out
+        entry
     }
 
     /// Removes everything (entries in no particular order).
     pub(crate) fn clear(&mut self) -> Vec<E> {
-        let mut out = self.state.lane.clear();
-        out.extend(self.state.heap.clear());
+        let out = self.state.store.clear();
         self.queue.signal_head_changed(&self.state);
         out
     }
@@ -531,7 +388,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
     pub(crate) fn poll(&mut self) -> Option<E> {
         let deadline = self.state.head_deadline()?;
         if deadline <= self.queue.clock.now() {
-            self.state.pop_head()
+            self.state.store.pop_head()
         } else {
             None
         }
@@ -541,27 +398,12 @@ impl<E: Timed, X> Locked<'_, E, X> {
     /// always due (the priority queue, where nobody leads) and for draining.
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<E> {
-        self.state.pop_head()
+        self.state.store.pop_head()
     }
 
     /// Every entry due at `now`, in order.
     pub(crate) fn drain_due(&mut self, now: Ticks) -> Vec<E> {
-        let mut out = Vec::new();
-        while self.state.head_deadline().is_some_and(|d| d <= now) {
-            out.extend(self.state.pop_head());
-        }
-        out
-    }
-
-    /// Wakes every waiter; each re-checks its condition.
-    pub(crate) fn wake_all(&self) {
-        self.queue.leader_cv.notify_all();
-        self.queue.followers.notify_all();
-    }
-
-    /// Waits on the owner's own condition variable with this lock; `true` if it timed out.
-    pub(crate) fn wait_on(&mut self, cv: &Condvar, until: Option<Instant>) -> bool {
-        wait(cv, &mut self.state, until)
+        self.state.store.drain_due(now)
     }
 
     /// Waits for a due entry with the leader/follower protocol (Java: `take` / timed
@@ -570,7 +412,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
     pub(crate) fn take(
         &mut self,
         timeout: Option<Instant>,
-        mut stop: impl FnMut(&State<E, X>) -> bool,
+        mut stop: impl FnMut(&State<E>) -> bool,
     ) -> Take<E> {
         let queue = self.queue;
         let real = matches!(queue.clock, Clock::Real { .. });
@@ -584,7 +426,7 @@ impl<E: Timed, X> Locked<'_, E, X> {
             let now = head.map_or(0, |_| queue.clock.now());
             if let Some(deadline) = head.filter(|&d| d <= now) {
                 debug_assert!(deadline <= now);
-                let entry = self.state.pop_head().expect("the head was just seen");
+                let entry = self.state.store.pop_head().expect("the head was just seen");
                 break Take::Item(entry, now);
             }
             if expired {
@@ -660,7 +502,7 @@ mod tests {
 
     fn manual() -> (ManualClock, Arc<Q>) {
         let c = ManualClock::new();
-        let q = Arc::new(Q::new(Clock::Manual(c.clone()), 0, ()));
+        let q = Arc::new(Q::new(Clock::Manual(c.clone()), 0));
         let weak = Arc::downgrade(&q);
         Clock::Manual(c.clone()).register(weak);
         (c, q)
@@ -751,7 +593,7 @@ mod tests {
 
     #[test]
     fn real_clock_leader_wakes_at_the_deadline() {
-        let q = Q::new(Clock::real(), 0, ());
+        let q = Q::new(Clock::real(), 0);
         let at = q.clock().deadline_after(Duration::from_millis(15));
         offer(&q, at, 9);
         assert_eq!(take(&q), 9);
@@ -766,112 +608,6 @@ mod tests {
         assert!(q.lock().remove(h).is_none());
         let mut g = q.lock();
         assert!(matches!(g.take(None, |s| s.is_empty()), Take::Stopped));
-    }
-
-    /// An entry that tracks its own position, like a task.
-    type Tracked = TimedEntry<Arc<(u32, Position)>>;
-
-    #[derive(Clone, Debug)]
-    enum Op {
-        /// Offer `delay` ms ahead; `hint`: offer a zero delay as due (the lane).
-        Push {
-            delay: u64,
-            hint: bool,
-        },
-        Advance(u64),
-        Poll,
-        Remove(usize),
-        Update(usize, u64),
-    }
-
-    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
-        use proptest::prelude::*;
-        prop_oneof![
-            4 => (0..3u64, any::<bool>()).prop_map(|(delay, hint)| Op::Push { delay, hint }),
-            1 => (0..3u64).prop_map(Op::Advance),
-            3 => Just(Op::Poll),
-            2 => any::<usize>().prop_map(Op::Remove),
-            1 => (any::<usize>(), 0..3u64).prop_map(|(i, d)| Op::Update(i, d)),
-        ]
-    }
-
-    proptest::proptest! {
-        /// I7: with the ready lane beside the heap, entries leave in exactly the
-        /// (deadline, seq) order of a sorted model, removal and re-keying by position work
-        /// wherever the entry sits, and stale positions name nothing.
-        #[test]
-        fn heap_and_lane_match_a_sorted_model(ops in proptest::collection::vec(op(), 0..120)) {
-            let (clock, q) = {
-                let c = ManualClock::new();
-                (c.clone(), BlockingQueue::<Tracked>::new(Clock::Manual(c), 0, ()))
-            };
-            let mut model: Vec<(Ticks, u64, u32)> = Vec::new(); // (deadline, seq, id)
-            let mut issued: Vec<Arc<(u32, Position)>> = Vec::new();
-            let mut now: Ticks = 0;
-            for op in ops {
-                let mut g = q.lock();
-                match op {
-                    Op::Push { delay, hint } => {
-                        let id = issued.len() as u32;
-                        let value = Arc::new((id, Position::new()));
-                        issued.push(value.clone());
-                        let deadline = now + delay * MS;
-                        let seq = g.next_seq();
-                        let due = hint && delay == 0;
-                        g.push_tracked(TimedEntry { deadline, seq, value }, due, |e| &e.value.1);
-                        model.push((deadline, seq, id));
-                    }
-                    Op::Advance(ms) => {
-                        drop(g);
-                        clock.advance(Duration::from_millis(ms));
-                        now += ms * MS;
-                        continue;
-                    }
-                    Op::Poll => {
-                        model.sort();
-                        let want = model.first().filter(|m| m.0 <= now).copied();
-                        let got = g.poll().map(|e| (e.deadline, e.seq, e.value.0));
-                        proptest::prop_assert_eq!(got, want);
-                        if want.is_some() {
-                            model.remove(0);
-                        }
-                    }
-                    Op::Remove(i) if !issued.is_empty() => {
-                        let target = issued[i % issued.len()].clone();
-                        let got = g.remove_tracked(&target.1).map(|e| e.value.0);
-                        let at = model.iter().position(|m| m.2 == target.0);
-                        proptest::prop_assert_eq!(got, at.map(|k| model[k].2));
-                        if let Some(k) = at {
-                            model.remove(k);
-                        }
-                    }
-                    Op::Update(i, delay) if !issued.is_empty() => {
-                        let target = issued[i % issued.len()].clone();
-                        let deadline = now + delay * MS;
-                        let seq = g.next_seq();
-                        let moved = g.update_tracked(
-                            &target.1,
-                            |e| {
-                                e.deadline = deadline;
-                                e.seq = seq;
-                            },
-                            |e| &e.value.1,
-                        );
-                        let at = model.iter().position(|m| m.2 == target.0);
-                        proptest::prop_assert_eq!(moved, at.is_some());
-                        if let Some(k) = at {
-                            model[k] = (deadline, seq, target.0);
-                        }
-                    }
-                    Op::Remove(_) | Op::Update(..) => {}
-                }
-                g.state.lane.check_invariants();
-                g.state.heap.check_invariants();
-                model.sort();
-                proptest::prop_assert_eq!(g.len(), model.len());
-                proptest::prop_assert_eq!(g.head_deadline(), model.first().map(|m| m.0));
-            }
-        }
     }
 
     fn wait_for(cond: impl Fn() -> bool) {

@@ -23,7 +23,7 @@
 //!   exchange, in the critical section that stores `Cancelled`. So exactly one thread
 //!   drops the closure, and a cancelled task never keeps it.
 //! - T4: `Header::position` and `Header::rescheduled` are read and written only under the
-//!   owning queue's lock; their types (`queue::Position`, `queue::LockedCell`) make that a
+//!   lock of the task's home shard (`Header::home`, `queue/sharded.rs`); their types (`queue::Position`, `queue::LockedCell`) make that a
 //!   fact: only a `queue::Locked` guard reaches their contents (I6 in `queue/mod.rs`).
 //!
 //! # Ordering
@@ -46,7 +46,7 @@ use crate::error::run_caught;
 use crate::periodic::Schedule;
 use crate::queue::{LockedCell, Position};
 use crate::stats::Counters;
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicU64, AtomicU8};
 
 pub(crate) use completion::{Completion, Outcome};
 pub(crate) use once::OnceTask;
@@ -59,6 +59,12 @@ pub(crate) struct Header {
     state: TaskState,
     /// `true` for every schedule but a one-shot: a running periodic task is cancellable.
     periodic: bool,
+    /// The executor queue's shard the task lives in (`queue/sharded.rs`): set at its
+    /// first queueing, under that shard's lock, and never changed, so `position` and
+    /// `rescheduled` always belong to one lock (T4). `Relaxed`: whoever reads it got the
+    /// task through that queueing (the submitter's future, a worker's take under the
+    /// shard's lock), which orders the store before the load.
+    home: AtomicU8,
     /// The task's number for logs and spans: the FIFO sequence number of its first
     /// queueing, [`NO_ID`] before. Written once, under the queue lock, by the submission
     /// that queues it; `Relaxed`: reporting only.
@@ -86,6 +92,7 @@ impl Header {
         Header {
             state: TaskState::new(),
             periodic,
+            home: AtomicU8::new(0),
             id: AtomicU64::new(NO_ID),
             deadline: AtomicU64::new(deadline),
             position: Position::new(),
@@ -99,12 +106,21 @@ impl Header {
         self.id.load(Ordering::Relaxed)
     }
 
-    /// Numbers the task at its first queueing (later calls keep the first number).
+    /// Numbers the task and fixes its home shard at its first queueing (later calls keep
+    /// the first number and home).
     #[inline]
-    pub(crate) fn number(&self, seq: u64) {
+    pub(crate) fn number(&self, seq: u64, home: usize) {
         if self.id() == NO_ID {
             self.id.store(seq, Ordering::Relaxed);
+            debug_assert!(home < 256, "queue::sharded::MAX_SHARDS fits a u8");
+            self.home.store(home as u8, Ordering::Relaxed);
         }
+    }
+
+    /// The task's home shard (0 before its first queueing).
+    #[inline]
+    pub(crate) fn home(&self) -> usize {
+        usize::from(self.home.load(Ordering::Relaxed))
     }
 
     /// The current state (`state.rs`).

@@ -1,0 +1,152 @@
+//! loom models of the sharded queue's protocols (`queue/sharded.rs`): Q1 (a push into one
+//! shard against a taker about to wait on another shard's head, or on an empty queue),
+//! Q3 (FIFO across shards while a taker scans),
+//! the hand-on of Q5, and E3's wake-up when two threads empty the last two shards.
+//!
+//! Every queue runs on a `ManualClock`: a leader waits without a timeout, so a lost
+//! wake-up is a deadlock, which loom reports. The deliberate breaks that make each model
+//! fail are listed in `docs/RELIABILITY.md`.
+
+use std::time::Duration;
+
+use crate::clock::{AdvanceListener, Clock, ManualClock, Ticks};
+use crate::queue::sharded::ShardedQueue;
+use crate::queue::{Position, SpinPolicy, Take, TimedEntry};
+use crate::sync::{thread, Arc, Weak};
+
+type Entry = TimedEntry<Arc<(u32, Position)>>;
+type Q = ShardedQueue<Entry, ()>;
+
+const MS: Ticks = 1_000_000;
+
+fn queue() -> (ManualClock, Arc<Q>) {
+    let clock = ManualClock::new();
+    let q = Arc::new(Q::new(
+        Clock::Manual(clock.clone()),
+        2,
+        SpinPolicy::Adaptive,
+        || (),
+    ));
+    let listener: Weak<dyn AdvanceListener> = Arc::downgrade(&q) as Weak<dyn AdvanceListener>;
+    Clock::Manual(clock.clone()).register(listener);
+    (clock, q)
+}
+
+fn offer(q: &Q, shard: usize, ms: Ticks, v: u32) -> Arc<(u32, Position)> {
+    let value = Arc::new((v, Position::new()));
+    let seq = q.next_seq();
+    q.lock(shard).push_tracked(
+        TimedEntry {
+            deadline: ms * MS,
+            seq,
+            value: value.clone(),
+        },
+        false,
+        |e| &e.value.1,
+    );
+    value
+}
+
+fn spawn_taker(q: &Arc<Q>) -> thread::JoinHandle<u32> {
+    let q = q.clone();
+    thread::spawn(move || loop {
+        if let Take::Item(e, _) = q.take(None, |_| false) {
+            q.finished();
+            return e.value.0;
+        }
+    })
+}
+
+/// Q1: a due entry pushed into shard 1 while a taker leads (or is about to lead) for a
+/// later head in shard 0 wakes it, with no clock advance. A lost wake-up deadlocks.
+#[test]
+fn loom_push_into_another_shard_vs_the_leader_going_to_sleep() {
+    loom::model(|| {
+        let (_clock, q) = queue();
+        offer(&q, 0, 100, 1);
+        let taker = spawn_taker(&q);
+        offer(&q, 1, 0, 2);
+        assert_eq!(
+            taker.join().unwrap(),
+            2,
+            "the due entry, not the later head"
+        );
+        assert_eq!(q.len(), 1);
+    });
+}
+
+/// Q1 for followers: a push into an empty queue reaches a taker that is about to wait
+/// with no head at all (`wake_at` = "followers, no leader").
+#[test]
+fn loom_push_into_an_empty_queue_vs_a_follower_going_to_sleep() {
+    loom::model(|| {
+        let (_clock, q) = queue();
+        let taker = spawn_taker(&q);
+        offer(&q, 1, 0, 7);
+        assert_eq!(taker.join().unwrap(), 7);
+        assert_eq!(q.len(), 0);
+    });
+}
+
+/// Q5: two takers and two entries in different shards that fall due by one advance: both
+/// are taken, whichever taker led (the one that leaves with a head left hands the lead on).
+#[test]
+fn loom_two_takers_two_shards_one_advance() {
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 0, 10, 1);
+        offer(&q, 1, 10, 2);
+        let (a, b) = (spawn_taker(&q), spawn_taker(&q));
+        clock.advance(Duration::from_millis(10));
+        let mut got = [a.join().unwrap(), b.join().unwrap()];
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+    });
+}
+
+/// E3's building block: two threads each empty one of the last two shards and then ask
+/// `is_empty_synced`; at least one of them sees the whole queue empty, so the waiting
+/// taker (stopping on an empty queue) is woken. Without the RMW both may see the other's
+/// shard still full, and the taker sleeps forever.
+#[test]
+fn loom_two_removals_emptying_the_last_shards_wake_the_taker() {
+    loom::model(|| {
+        let (_clock, q) = queue();
+        let a = offer(&q, 0, 100, 1);
+        let b = offer(&q, 1, 100, 2);
+        let taker = {
+            let q = q.clone();
+            thread::spawn(move || matches!(q.take(None, |empty| empty), Take::Stopped))
+        };
+        let remover = {
+            let q = q.clone();
+            thread::spawn(move || {
+                assert!(q.lock(1).remove_tracked(&b.1).is_some());
+                if q.is_empty_synced() {
+                    q.wake_all();
+                }
+            })
+        };
+        assert!(q.lock(0).remove_tracked(&a.1).is_some());
+        if q.is_empty_synced() {
+            q.wake_all();
+        }
+        remover.join().unwrap();
+        assert!(taker.join().unwrap(), "stopped on the empty queue");
+    });
+}
+
+/// Q3: two due entries with equal deadlines pushed one after the other into two shards,
+/// while a taker is looking: the taker gets the first one (FIFO across shards). Without
+/// the re-scan under the popped shard's lock it could see only the second shard's head.
+#[test]
+fn loom_fifo_across_shards_while_a_taker_scans() {
+    loom::model(|| {
+        let (_clock, q) = queue();
+        let taker = spawn_taker(&q);
+        offer(&q, 0, 0, 1);
+        offer(&q, 1, 0, 2);
+        assert_eq!(taker.join().unwrap(), 1, "FIFO among equal deadlines");
+        assert_eq!(q.len(), 1);
+    });
+}

@@ -1,0 +1,1092 @@
+//! `ShardedQueue`: the executor's delayed work queue (Java: `DelayedWorkQueue`), split
+//! into shards so that producers, cancellers and workers do not all take one lock.
+//!
+//! # Design
+//! The queue is `S` shards (a power of two up to 64, `Shared::new` picks it from the CPU
+//! count), each a [`Store`] (heap + ready lane) under its own mutex, plus one
+//! *coordinator* mutex for the waiting takers:
+//!
+//! - A thread submits into its own shard (a thread-local number modulo `S`), so two
+//!   producers rarely meet on a lock or a cache line. A task remembers the shard it was
+//!   first queued in (its *home*, `Header::home`); its cancel, reschedule and re-queue
+//!   lock that shard, so its `Position` always belongs to one lock (T4 in `task/mod.rs`).
+//! - Every shard publishes its head's deadline in an atomic (`Shard::head`, written by the
+//!   lock holder when a [`ShardGuard`] is dropped). A taker scans the heads without a
+//!   lock, locks the shard with the earliest one, checks under that lock that no other
+//!   shard's head is earlier (a re-scan: an entry queued before the take started is seen,
+//!   Q2) and pops. Equal deadlines in two shards are decided under all their locks by
+//!   `(deadline, seq)`, with `seq` from one global counter, so FIFO among equal deadlines
+//!   holds across shards (Q3).
+//! - Waiting is leader/follower as in `queue/mod.rs`, on the coordinator: the leader
+//!   sleeps until the earliest head, the followers without a timeout. The coordinator
+//!   publishes in `wake_at` the deadline before which a new head needs a wake-up: the
+//!   leader's deadline, `u64::MAX` when followers wait with no leader, 0 when nobody
+//!   waits. A producer whose push makes an earlier shard head reads `wake_at` and takes
+//!   the coordinator's lock only if it must wake someone (Q1). In the common case (a
+//!   timeout scheduled behind the head, or a busy pool) a submission and a cancel touch
+//!   one shard lock and no shared line but the global sequence counter.
+//! - Rare operations that need the whole queue (`len`, shutdown's passes, `purge`,
+//!   `stats`, a worker's exit, `wait_idle`) lock every shard in index order
+//!   ([`AllShards`]).
+//!
+//! Lock order: the coordinator before any shard; shards in index order. A
+//! [`ShardGuard`] never takes the coordinator while its shard is locked: the wake-ups it
+//! owes are sent from its `Drop`, after the shard's mutex is released.
+//!
+//! # Invariants
+//! - Q1 (no lost wake-up): a push that makes a shard head earlier than `wake_at` wakes
+//!   the leader, or a follower if there is no leader. A taker that is about to wait
+//!   publishes `wake_at` with a read-modify-write and then re-scans the heads; a producer
+//!   stores its shard's head and then reads `wake_at` with a read-modify-write
+//!   (`fetch_add(0)`). The two RMWs on `wake_at` are ordered; whichever comes second sees
+//!   the other's effect (the producer sees the new `wake_at` and wakes the taker, or the
+//!   taker's re-scan sees the new head). The wake-up itself is sent under the
+//!   coordinator's lock, which the waiter holds from its re-scan until it sleeps.
+//! - Q2: `Shard::head` is the deadline of the shard's head (`EMPTY` if none) whenever its
+//!   mutex is free; only the lock holder writes it.
+//! - Q3: a take returns the entry with the least `(deadline, seq)` among the due entries
+//!   queued before it started: the popped head was checked under its shard's lock against
+//!   every other shard's published head, and ties were compared under all the tied locks.
+//! - Q4: `active` counts takes not yet `finished`; a take increments it in the critical
+//!   section that pops, so a thread holding every shard lock sees each due entry either
+//!   queued or counted (`wait_idle`).
+//! - Q5: I2–I3 of `queue/mod.rs` hold on the coordinator: at most one leader, who clears
+//!   `leader` itself, and a taker leaving with a head left and followers but no leader
+//!   wakes one of them.
+//!
+//! # Ordering
+//! Shard contents are under their mutexes; `Shard::head` is stored `Release` by the lock
+//! holder and loaded `Acquire` by scanners (a hint that the lock re-checks, except in
+//! Q1's pattern, which orders through the RMWs on `wake_at`: `AcqRel`). `seq` is
+//! `Relaxed`: a counter whose modification order already agrees with happens-before,
+//! which is all FIFO needs. `active` and `idle_waiters` are RMWs (`AcqRel`) on both sides
+//! of `wait_idle`'s check, for the same reason as Q1. `head_changes` is a `Relaxed` hint
+//! for spinners (`park.rs`).
+
+use crate::sync::Ordering;
+use std::cell::Cell;
+use std::fmt;
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+
+use super::park::{self, Lead, Park};
+use super::store::Store;
+use super::{wait, Handle, LockedCell, Position, SpinPolicy, Take, Timed};
+use crate::clock::{AdvanceListener, Clock, Ticks};
+use crate::sync::{unlocked, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, StatCounter};
+
+/// `Shard::head` of an empty shard. An entry due at `u64::MAX` ("never") looks the
+/// same to the scanners: it needs no leader, and nothing that decides on emptiness
+/// trusts the hint without the locks.
+const EMPTY: Ticks = Ticks::MAX;
+
+/// The most shards a queue has.
+pub(crate) const MAX_SHARDS: usize = 64;
+
+/// One shard: a store under its own mutex and its published head.
+struct Shard<E, X> {
+    state: Mutex<ShardState<E, X>>,
+    /// The head's deadline, or [`EMPTY`] (Q2).
+    head: AtomicU64,
+}
+
+/// What a shard's mutex guards.
+pub(crate) struct ShardState<E, X> {
+    store: Store<E>,
+    /// The owner's per-shard state.
+    pub(crate) ext: X,
+}
+
+/// The waiting takers' state, under the coordinator mutex.
+struct Coord {
+    /// A taker is the leader (Q5).
+    leader: bool,
+    /// The leader's deadline, while there is one.
+    lead_until: Ticks,
+    /// Takers waiting (or idle-spinning) as followers.
+    followers: usize,
+    /// The real-clock waiting policy (`park.rs`).
+    park: Park,
+}
+
+/// The sharded queue (module notes).
+pub(crate) struct ShardedQueue<E, X> {
+    shards: Box<[CachePadded<Shard<E, X>>]>,
+    coord: Mutex<Coord>,
+    /// The leader's timed wait.
+    leader_cv: Condvar,
+    /// The followers' untimed wait.
+    followers_cv: Condvar,
+    /// `wait_idle`'s wait, on the coordinator mutex.
+    idle_cv: Condvar,
+    /// The deadline before which a new head must wake a taker (Q1).
+    wake_at: CachePadded<AtomicU64>,
+    /// Next FIFO sequence number (Q3).
+    seq: CachePadded<AtomicU64>,
+    /// Takes not yet finished (Q4).
+    active: AtomicUsize,
+    /// Threads in `wait_idle`.
+    idle_waiters: AtomicUsize,
+    /// Bumped with every wake-up sent, so a spinning taker notices without the lock.
+    head_changes: StatCounter,
+    clock: Clock,
+}
+
+thread_local! {
+    /// This thread's shard number (modulo a queue's shard count); assigned on first use.
+    static LOCAL_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// This thread's shard number: threads are numbered round-robin on first use, so the
+/// first `S` threads that submit get `S` different shards.
+fn local_number() -> usize {
+    // std's atomic in every build: a static outside any model. Relaxed: uniqueness only.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    LOCAL_SHARD.with(|c| {
+        let n = c.get();
+        if n != usize::MAX {
+            return n;
+        }
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        c.set(n);
+        n
+    })
+}
+
+impl<E: Timed, X> ShardedQueue<E, X> {
+    /// A queue of `shards` shards (rounded up to a power of two, at most [`MAX_SHARDS`]),
+    /// each with its own `ext`.
+    pub(crate) fn new(
+        clock: Clock,
+        shards: usize,
+        spin: SpinPolicy,
+        mut ext: impl FnMut() -> X,
+    ) -> Self {
+        let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
+        ShardedQueue {
+            shards: (0..n)
+                .map(|_| {
+                    CachePadded::new(Shard {
+                        state: Mutex::new(ShardState {
+                            store: Store::with_capacity(0),
+                            ext: ext(),
+                        }),
+                        head: AtomicU64::new(EMPTY),
+                    })
+                })
+                .collect(),
+            coord: Mutex::new(Coord {
+                leader: false,
+                lead_until: EMPTY,
+                followers: 0,
+                park: Park::new(spin),
+            }),
+            leader_cv: Condvar::new(),
+            followers_cv: Condvar::new(),
+            idle_cv: Condvar::new(),
+            wake_at: CachePadded::new(AtomicU64::new(0)),
+            seq: CachePadded::new(AtomicU64::new(0)),
+            active: AtomicUsize::new(0),
+            idle_waiters: AtomicUsize::new(0),
+            head_changes: StatCounter::new(0),
+            clock,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// The calling thread's shard.
+    #[inline]
+    pub(crate) fn local_shard(&self) -> usize {
+        local_number() & (self.shards.len() - 1)
+    }
+
+    /// A fresh sequence number: a call that happens after another gets a larger number.
+    /// Relaxed: the counter's modification order agrees with happens-before (Q3).
+    #[inline]
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Locks shard `index` (taken modulo the shard count).
+    #[inline]
+    pub(crate) fn lock(&self, index: usize) -> ShardGuard<'_, E, X> {
+        let index = index & (self.shards.len() - 1);
+        let shard = &self.shards[index];
+        ShardGuard {
+            queue: self,
+            index,
+            state: Some(shard.state.lock()),
+        }
+    }
+
+    /// Locks every shard, in index order.
+    pub(crate) fn lock_all(&self) -> AllShards<'_, E, X> {
+        AllShards {
+            guards: (0..self.shards.len()).map(|i| self.lock(i)).collect(),
+        }
+    }
+
+    /// Entries queued (locks every shard).
+    pub(crate) fn len(&self) -> usize {
+        self.lock_all().len()
+    }
+
+    /// The earliest published head and its shard, and whether another shard ties with it.
+    #[inline]
+    fn scan(&self) -> (Ticks, usize, bool) {
+        let (mut best, mut at, mut tie) = (EMPTY, 0, false);
+        for (i, shard) in self.shards.iter().enumerate() {
+            // Acquire: pairs with the lock holder's Release store (a hint, Q2).
+            let d = shard.head.load(Ordering::Acquire);
+            if d < best {
+                (best, at, tie) = (d, i, false);
+            } else if d == best && d != EMPTY {
+                tie = true;
+            }
+        }
+        (best, at, tie)
+    }
+
+    /// `true` if no shard publishes a head (a hint: the locks decide).
+    #[inline]
+    pub(crate) fn is_empty_hint(&self) -> bool {
+        self.scan().0 == EMPTY
+    }
+
+    /// As [`is_empty_hint`](Self::is_empty_hint), ordered after every shard-emptying
+    /// critical section that this thread's own preceded or that read this call's RMW, so
+    /// of two threads that each empty a shard and then ask, at least one sees both empty
+    /// (E3's wake-up after shutdown cannot be lost between two of them).
+    pub(crate) fn is_empty_synced(&self) -> bool {
+        self.wake_at.fetch_add(0, Ordering::AcqRel); // the RMW that orders (Q1's pattern)
+        self.is_empty_hint()
+    }
+
+    /// Wakes one waiter after a new earliest head (Q1): the leader, or a follower.
+    #[cold]
+    fn signal(&self) {
+        self.head_changes.fetch_add(1, Ordering::Relaxed);
+        let c = self.coord.lock();
+        if c.leader {
+            self.leader_cv.notify_one();
+        } else if c.followers > 0 {
+            self.followers_cv.notify_one();
+        }
+    }
+
+    /// Wakes every waiting taker; each re-checks its condition.
+    pub(crate) fn wake_all(&self) {
+        self.head_changes.fetch_add(1, Ordering::Relaxed);
+        let _c = self.coord.lock(); // a taker between its check and its wait holds it
+        self.leader_cv.notify_all();
+        self.followers_cv.notify_all();
+    }
+
+    /// Publishes `wake_at` for the coordinator's state `c` (Q1). AcqRel: Q1's RMW.
+    #[inline]
+    fn publish_wake(&self, c: &Coord) {
+        let at = if c.leader {
+            c.lead_until
+        } else if c.followers > 0 {
+            EMPTY
+        } else {
+            0
+        };
+        self.wake_at.swap(at, Ordering::AcqRel);
+    }
+
+    /// Pops the earliest entry if it is due now (Q3); `on_take` runs in the critical
+    /// section that pops (Q4). Never blocks on the coordinator.
+    fn pop_due(&self) -> Option<(E, Ticks)> {
+        loop {
+            let (best, at, tie) = self.scan();
+            if best == EMPTY {
+                return None;
+            }
+            let now = self.clock.now();
+            if best > now {
+                return None;
+            }
+            if tie {
+                return self.pop_tied(now);
+            }
+            let mut g = self.lock(at);
+            let Some(head) = g.store().head_deadline().filter(|&d| d <= now) else {
+                continue; // taken or moved since the scan
+            };
+            // Q3: re-scan the others under this lock.
+            let mut tied = false;
+            let mut earlier = false;
+            for (i, shard) in self.shards.iter().enumerate() {
+                if i != at {
+                    let d = shard.head.load(Ordering::Acquire);
+                    earlier |= d < head;
+                    tied |= d == head;
+                }
+            }
+            if earlier {
+                continue;
+            }
+            if tied {
+                drop(g);
+                return self.pop_tied(now);
+            }
+            let entry = g.pop_counted();
+            return entry.map(|e| (e, now));
+        }
+    }
+
+    /// Pops the least `(deadline, seq)` among the due heads, under every shard's lock
+    /// (Q3's tie-break; rare on the real clock).
+    #[cold]
+    fn pop_tied(&self, now: Ticks) -> Option<(E, Ticks)> {
+        let mut all = self.lock_all();
+        let mut best: Option<usize> = None;
+        for (i, g) in all.guards.iter().enumerate() {
+            if let Some(head) = g.store().peek().filter(|h| h.deadline() <= now) {
+                let better = match best {
+                    None => true,
+                    Some(b) => {
+                        let current = all.guards[b].store().peek().expect("seen above");
+                        head.before(current)
+                    }
+                };
+                if better {
+                    best = Some(i);
+                }
+            }
+        }
+        let b = best?;
+        all.guards[b].pop_counted().map(|e| (e, now))
+    }
+
+    /// Waits for a due entry with the leader/follower protocol on the coordinator (Java:
+    /// `take` / timed `poll`). Returns early when `stop` holds (checked on entry, before
+    /// every wait and after every wake-up; its argument is [`is_empty_hint`]) or when the
+    /// real-time `timeout` passes. A taken entry is counted in `active` until
+    /// [`finished`](Self::finished) (Q4).
+    ///
+    /// [`is_empty_hint`]: Self::is_empty_hint
+    pub(crate) fn take(
+        &self,
+        timeout: Option<Instant>,
+        mut stop: impl FnMut(bool) -> bool,
+    ) -> Take<E> {
+        let real = matches!(self.clock, Clock::Real { .. });
+        let mut expired = false;
+        let mut spun = false;
+        loop {
+            if stop(self.is_empty_hint()) {
+                return Take::Stopped;
+            }
+            if let Some((entry, now)) = self.pop_due() {
+                self.hand_on();
+                return Take::Item(entry, now);
+            }
+            let mut c = self.coord.lock();
+            if stop(self.is_empty_hint()) {
+                return Take::Stopped;
+            }
+            let (head, _, _) = self.scan();
+            if head != EMPTY && head <= self.clock.now() {
+                continue; // due: pop it without the coordinator
+            }
+            if expired {
+                return Take::TimedOut; // only after one last look at the heads (Java's poll)
+            }
+            let timed_out = if head != EMPTY && !c.leader {
+                // Q5: lead. Publish the deadline, then re-scan (Q1).
+                c.leader = true;
+                c.lead_until = head;
+                self.publish_wake(&c);
+                let fired = if self.scan().0 < head {
+                    false // an earlier head arrived meanwhile: re-decide
+                } else if real {
+                    let due = self.clock.instant_of(head);
+                    match c.park.plan_lead(due, timeout) {
+                        Lead::Sleep(until) => wait(&self.leader_cv, &mut c, until),
+                        Lead::Spin(until) => {
+                            let spun = unlocked(&mut c, || park::spin(&self.head_changes, until));
+                            c.park.charge_lead(spun);
+                            timeout.is_some_and(|t| Instant::now() >= t)
+                        }
+                    }
+                } else {
+                    wait(&self.leader_cv, &mut c, timeout)
+                };
+                c.leader = false; // Q5: cleared by the leader itself
+                c.lead_until = EMPTY;
+                self.publish_wake(&c);
+                fired
+            } else {
+                c.followers += 1;
+                self.publish_wake(&c);
+                let fired = if !c.leader && self.scan().0 != EMPTY {
+                    false // a head arrived meanwhile (Q1): lead it
+                } else if real && !spun && head == EMPTY {
+                    match c.park.begin_idle_spin(timeout) {
+                        // One taker of an empty queue spins briefly for a new head before
+                        // parking (`park.rs`).
+                        Some(until) => {
+                            spun = true;
+                            let result = unlocked(&mut c, || park::spin(&self.head_changes, until));
+                            c.park.end_idle_spin(result);
+                            timeout.is_some_and(|t| Instant::now() >= t)
+                        }
+                        None => wait(&self.followers_cv, &mut c, timeout),
+                    }
+                } else {
+                    wait(&self.followers_cv, &mut c, timeout)
+                };
+                c.followers -= 1;
+                self.publish_wake(&c);
+                fired
+            };
+            drop(c);
+            expired = timed_out && timeout.is_some_and(|t| Instant::now() >= t);
+        }
+    }
+
+    /// Q5: after a take, with heads left, followers waiting and no leader, one follower
+    /// must take the lead. `wake_at == EMPTY` says exactly "followers, no leader".
+    #[inline]
+    fn hand_on(&self) {
+        // Acquire: a hint; the wake-up is decided under the coordinator.
+        if self.wake_at.load(Ordering::Acquire) == EMPTY && !self.is_empty_hint() {
+            let c = self.coord.lock();
+            if !c.leader && c.followers > 0 {
+                self.followers_cv.notify_one();
+            }
+        }
+    }
+
+    /// A taken entry's run is over (Q4); wakes `wait_idle` callers if the pool may be
+    /// idle now.
+    #[inline]
+    pub(crate) fn finished(&self) {
+        // AcqRel RMWs on both sides of `wait_idle`'s check (module notes).
+        if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.notify_idle();
+        }
+    }
+
+    /// Takes in progress (Q4).
+    #[inline]
+    pub(crate) fn active(&self) -> usize {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Wakes `wait_idle` callers, if any.
+    #[inline]
+    fn notify_idle(&self) {
+        if self.idle_waiters.load(Ordering::Acquire) > 0 {
+            let _c = self.coord.lock(); // a waiter between its check and its wait holds it
+            self.idle_cv.notify_all();
+        }
+    }
+
+    /// Waits until no entry is due and no take is in progress (`wait_idle`); `false` if
+    /// `until` passed first.
+    pub(crate) fn wait_idle(&self, until: Option<Instant>) -> bool {
+        let mut c = self.coord.lock();
+        self.idle_waiters.fetch_add(1, Ordering::AcqRel);
+        let idle = loop {
+            let idle = {
+                let all = self.lock_all();
+                let now = self.clock.now();
+                // Q4: an RMW read, ordered against `finished`'s decrement.
+                !all.any_due(now) && self.active.fetch_add(0, Ordering::AcqRel) == 0
+            };
+            if idle {
+                break true;
+            }
+            let timed_out = match until {
+                Some(until) => self.idle_cv.wait_until(&mut c, until),
+                None => {
+                    self.idle_cv.wait(&mut c);
+                    false
+                }
+            };
+            if timed_out && until.is_some_and(|u| Instant::now() >= u) {
+                let all = self.lock_all();
+                break !all.any_due(self.clock.now()) && self.active() == 0;
+            }
+        };
+        self.idle_waiters.fetch_sub(1, Ordering::AcqRel);
+        idle
+    }
+}
+
+impl<E: Timed + Send, X: Send> AdvanceListener for ShardedQueue<E, X> {
+    /// C3 (`clock.rs`): the time moved; the leader re-reads it, or with no leader one
+    /// follower takes the lead of a head that may now be due.
+    fn on_advance(&self) {
+        self.head_changes.fetch_add(1, Ordering::Relaxed);
+        let c = self.coord.lock();
+        if c.leader {
+            self.leader_cv.notify_one();
+        } else if c.followers > 0 && !self.is_empty_hint() {
+            self.followers_cv.notify_one();
+        }
+        // `wait_idle` re-checks for due entries too.
+        drop(c);
+        self.notify_idle();
+    }
+}
+
+impl<E, X> fmt::Debug for ShardedQueue<E, X> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardedQueue")
+            .field("shards", &self.shards.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One shard with its lock held. Handles and [`Position`]s are per shard: one is only
+/// ever passed to its own shard's guard (the task's home, T4 in `task/mod.rs`); in another
+/// shard it could name an unrelated entry. Dropping it publishes the shard's head (Q2) and then,
+/// with the lock released, sends the wake-ups the change owes (Q1, `wait_idle`).
+pub(crate) struct ShardGuard<'a, E: Timed, X> {
+    queue: &'a ShardedQueue<E, X>,
+    index: usize,
+    /// `Some` until dropped.
+    state: Option<MutexGuard<'a, ShardState<E, X>>>,
+}
+
+impl<E: Timed, X> ShardGuard<'_, E, X> {
+    /// This shard's number.
+    #[inline]
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    #[inline]
+    fn state(&self) -> &ShardState<E, X> {
+        self.state.as_ref().expect("present until drop")
+    }
+
+    #[inline]
+    fn state_mut(&mut self) -> &mut ShardState<E, X> {
+        self.state.as_mut().expect("present until drop")
+    }
+
+    #[inline]
+    fn store(&self) -> &Store<E> {
+        &self.state().store
+    }
+
+    #[inline]
+    fn store_mut(&mut self) -> &mut Store<E> {
+        &mut self.state_mut().store
+    }
+
+    /// The owner's per-shard state.
+    #[inline]
+    pub(crate) fn ext(&mut self) -> &mut X {
+        &mut self.state_mut().ext
+    }
+
+    /// Entries in this shard.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.store().len()
+    }
+
+    /// Pops the head and counts the take (Q4), in this critical section.
+    #[inline]
+    fn pop_counted(&mut self) -> Option<E> {
+        let entry = self.store_mut().pop_head();
+        if entry.is_some() {
+            self.queue.active.fetch_add(1, Ordering::AcqRel);
+        }
+        entry
+    }
+
+    /// Inserts an entry and records its handle in its [`Position`] (I6); `due` as for
+    /// [`Store::push_tracked`]. O(1) into the lane, O(log n) into the heap.
+    #[inline]
+    pub(crate) fn push_tracked(
+        &mut self,
+        entry: E,
+        due: bool,
+        position: impl FnOnce(&E) -> &Position,
+    ) -> Handle {
+        self.store_mut().push_tracked(entry, due, position).0
+    }
+
+    /// The handle a [`Position`] holds (I6).
+    #[inline]
+    pub(crate) fn handle_at(&self, position: &Position) -> Handle {
+        self.store().handle_at(position)
+    }
+
+    /// Removes the entry at `position`, if it is queued in this shard.
+    #[inline]
+    pub(crate) fn remove_tracked(&mut self, position: &Position) -> Option<E> {
+        let h = self.handle_at(position);
+        self.remove(h)
+    }
+
+    /// Removes the entry `h` names, if it is queued in this shard.
+    #[inline]
+    pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
+        self.store_mut().remove(h).0
+    }
+
+    /// Re-keys the entry at `position` (see [`Store::update_tracked`]); `false` if it is
+    /// not queued in this shard.
+    pub(crate) fn update_tracked(
+        &mut self,
+        position: &Position,
+        f: impl FnOnce(&mut E),
+        position_of: impl FnOnce(&E) -> &Position,
+    ) -> bool {
+        self.store_mut()
+            .update_tracked(position, f, position_of)
+            .is_some()
+    }
+
+    /// `true` if the entry `h` names is queued in this shard.
+    #[inline]
+    pub(crate) fn contains(&self, h: Handle) -> bool {
+        self.store().contains(h)
+    }
+
+    /// Replaces the value of a [`LockedCell`] guarded by this shard (I6).
+    #[inline]
+    pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {
+        self.store_mut().replace(cell, value)
+    }
+
+    /// The head if it is due now (never blocks), counted as a take (Q4).
+    #[cfg(test)]
+    pub(crate) fn poll(&mut self) -> Option<E> {
+        let d = self.store().head_deadline()?;
+        if d <= self.queue.clock.now() {
+            self.pop_counted()
+        } else {
+            None
+        }
+    }
+}
+
+/// A wake-up a released shard still owes (sent with no shard locked).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owed {
+    Nothing,
+    /// The head became earlier: Q1's check against `wake_at`, with the new deadline.
+    EarlierHead(Ticks),
+    /// The head left or moved later: a `wait_idle` waiting on a due head re-checks.
+    Idle,
+}
+
+impl<E: Timed, X> ShardGuard<'_, E, X> {
+    /// Publishes the shard's head (Q2) and releases the lock; returns the wake-up owed.
+    fn release(&mut self) -> Owed {
+        let Some(state) = self.state.take() else {
+            return Owed::Nothing;
+        };
+        let shard = &self.queue.shards[self.index];
+        let new = state.store.head_deadline().unwrap_or(EMPTY);
+        // Relaxed: only lock holders write it, and this thread holds the lock (Q2).
+        let old = shard.head.load(Ordering::Relaxed);
+        if new != old {
+            shard.head.store(new, Ordering::Release); // Q2, before the unlock
+        }
+        drop(state);
+        if new < old {
+            Owed::EarlierHead(new)
+        } else if new > old {
+            Owed::Idle
+        } else {
+            Owed::Nothing
+        }
+    }
+}
+
+impl<E: Timed, X> ShardedQueue<E, X> {
+    /// Sends a wake-up a released shard owes. Call with no shard locked, and without the
+    /// coordinator unless `owed` is `Nothing` (lock order, module notes).
+    #[inline]
+    fn send(&self, owed: Owed) {
+        match owed {
+            Owed::Nothing => {}
+            Owed::EarlierHead(new) => {
+                // Q1: an RMW read, ordered against a waiter's publish.
+                if new < self.wake_at.fetch_add(0, Ordering::AcqRel) {
+                    self.signal();
+                }
+            }
+            Owed::Idle => self.notify_idle(),
+        }
+    }
+}
+
+impl<E: Timed, X> Drop for ShardGuard<'_, E, X> {
+    fn drop(&mut self) {
+        let owed = self.release();
+        self.queue.send(owed);
+    }
+}
+
+/// Every shard locked, in index order. Dropping it releases every shard before it sends
+/// any wake-up (lock order). A thread holding the coordinator may use it only to read:
+/// a change would owe a wake-up that needs the coordinator.
+pub(crate) struct AllShards<'a, E: Timed, X> {
+    guards: Vec<ShardGuard<'a, E, X>>,
+}
+
+impl<E: Timed, X> Drop for AllShards<'_, E, X> {
+    fn drop(&mut self) {
+        let owed: Vec<Owed> = self.guards.iter_mut().map(ShardGuard::release).collect();
+        if let Some(g) = self.guards.first() {
+            let queue = g.queue;
+            for o in owed {
+                queue.send(o);
+            }
+        }
+    }
+}
+
+impl<'a, E: Timed, X> AllShards<'a, E, X> {
+    /// Entries queued.
+    pub(crate) fn len(&self) -> usize {
+        self.guards.iter().map(ShardGuard::len).sum()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.guards.iter().all(|g| g.store().is_empty())
+    }
+
+    /// `true` if some entry is due at `now`.
+    pub(crate) fn any_due(&self, now: Ticks) -> bool {
+        self.guards
+            .iter()
+            .any(|g| g.store().head_deadline().is_some_and(|d| d <= now))
+    }
+
+    /// Each shard's guard.
+    pub(crate) fn shards(&mut self) -> impl Iterator<Item = &mut ShardGuard<'a, E, X>> {
+        self.guards.iter_mut()
+    }
+
+    /// The guard of shard `index`.
+    pub(crate) fn shard(&mut self, index: usize) -> &mut ShardGuard<'a, E, X> {
+        let n = self.guards.len();
+        &mut self.guards[index & (n - 1)]
+    }
+
+    /// Removes every entry `remove` selects, from every shard.
+    pub(crate) fn extract_if(&mut self, mut remove: impl FnMut(&E) -> bool) -> Vec<E> {
+        let mut out = Vec::new();
+        for g in &mut self.guards {
+            out.extend(g.store_mut().extract_if(&mut remove));
+        }
+        out
+    }
+
+    /// Removes every entry, in `(deadline, seq)` order.
+    pub(crate) fn drain_sorted(&mut self) -> Vec<E> {
+        let mut out = Vec::new();
+        for g in &mut self.guards {
+            out.extend(g.store_mut().drain_due(Ticks::MAX));
+        }
+        out.sort_by(|a, b| {
+            if a.before(b) {
+                std::cmp::Ordering::Less
+            } else if b.before(a) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        });
+        out
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::queue::TimedEntry;
+    use crate::sync::Arc;
+    use std::time::Duration;
+
+    type Entry = TimedEntry<Arc<(u32, Position)>>;
+    type Q = ShardedQueue<Entry, ()>;
+    const MS: Ticks = 1_000_000;
+
+    fn manual(shards: usize) -> (ManualClock, Arc<Q>) {
+        let c = ManualClock::new();
+        let q = Arc::new(Q::new(
+            Clock::Manual(c.clone()),
+            shards,
+            SpinPolicy::Adaptive,
+            || (),
+        ));
+        let weak = Arc::downgrade(&q);
+        Clock::Manual(c.clone()).register(weak);
+        (c, q)
+    }
+
+    fn offer(q: &Q, shard: usize, deadline: Ticks, v: u32) -> Arc<(u32, Position)> {
+        let value = Arc::new((v, Position::new()));
+        let seq = q.next_seq();
+        q.lock(shard).push_tracked(
+            TimedEntry {
+                deadline,
+                seq,
+                value: value.clone(),
+            },
+            false,
+            |e| &e.value.1,
+        );
+        value
+    }
+
+    fn take(q: &Q) -> u32 {
+        match q.take(None, |_| false) {
+            Take::Item(e, _) => {
+                q.finished();
+                e.value.0
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn deadline_then_fifo_order_across_shards() {
+        let (c, q) = manual(4);
+        // Equal deadlines in different shards come out by sequence (Q3).
+        for (shard, d, v) in [(0, 30, 0), (1, 10, 1), (2, 20, 2), (3, 10, 3), (0, 10, 4)] {
+            offer(&q, shard, d * MS, v);
+        }
+        c.advance(Duration::from_millis(30));
+        assert_eq!(
+            (0..5).map(|_| take(&q)).collect::<Vec<_>>(),
+            vec![1, 3, 4, 2, 0]
+        );
+        assert_eq!(q.len(), 0);
+    }
+
+    #[test]
+    fn a_push_into_another_shard_wakes_the_leader() {
+        let (c, q) = manual(2);
+        offer(&q, 0, 100 * MS, 1);
+        let q2 = q.clone();
+        let taker = std::thread::spawn(move || take(&q2));
+        wait_for(|| q.coord.lock().leader);
+        offer(&q, 1, 10 * MS, 2); // an earlier head in the other shard: the leader re-arms
+        c.advance(Duration::from_millis(10));
+        assert_eq!(taker.join().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_push_into_an_empty_queue_wakes_a_follower() {
+        let (_c, q) = manual(2);
+        let q2 = q.clone();
+        let taker = std::thread::spawn(move || take(&q2));
+        wait_for(|| q.coord.lock().followers == 1);
+        offer(&q, 1, 0, 7);
+        assert_eq!(taker.join().unwrap(), 7);
+    }
+
+    #[test]
+    fn removal_and_rekeying_stay_in_the_home_shard() {
+        let (c, q) = manual(2);
+        let a = offer(&q, 0, 50 * MS, 1);
+        let b = offer(&q, 1, 60 * MS, 2);
+        assert_eq!(q.lock(0).remove_tracked(&a.1).map(|e| e.value.0), Some(1));
+        let seq = q.next_seq();
+        assert!(q.lock(1).update_tracked(
+            &b.1,
+            |e| {
+                e.deadline = 5 * MS;
+                e.seq = seq;
+            },
+            |e| &e.value.1,
+        ));
+        c.advance(Duration::from_millis(5));
+        assert_eq!(take(&q), 2);
+        assert!(q.is_empty_hint());
+    }
+
+    #[test]
+    fn wait_idle_waits_for_due_entries_and_active_takes() {
+        let (c, q) = manual(2);
+        assert!(q.wait_idle(None));
+        offer(&q, 1, 0, 1);
+        assert!(!q.wait_idle(Some(Instant::now() + Duration::from_millis(10))));
+        let e = q.lock(1).poll().expect("due");
+        assert_eq!(q.active(), 1);
+        let q2 = q.clone();
+        let waiter = std::thread::spawn(move || q2.wait_idle(None));
+        wait_for(|| q.idle_waiters.load(Ordering::Acquire) == 1);
+        q.finished();
+        assert!(waiter.join().unwrap());
+        drop((e, c));
+    }
+
+    #[test]
+    fn timed_take_times_out_and_stop_stops() {
+        let (_c, q) = manual(2);
+        offer(&q, 0, 3_600_000 * MS, 1);
+        let until = Instant::now() + Duration::from_millis(20);
+        assert!(matches!(q.take(Some(until), |_| false), Take::TimedOut));
+        assert!(Instant::now() >= until);
+        assert!(matches!(q.take(None, |empty| !empty), Take::Stopped));
+    }
+
+    #[test]
+    fn real_clock_leader_wakes_at_the_deadline() {
+        let q = Q::new(Clock::real(), 2, SpinPolicy::Adaptive, || ());
+        let at = q.clock().deadline_after(Duration::from_millis(15));
+        offer(&q, 1, at, 9);
+        assert_eq!(take(&q), 9);
+        assert!(q.clock().now() >= at, "never early");
+    }
+
+    #[test]
+    fn drain_sorted_merges_the_shards() {
+        let (_c, q) = manual(4);
+        for (shard, d, v) in [(3, 5, 0), (0, 1, 1), (2, 5, 2), (1, 0, 3)] {
+            offer(&q, shard, d, v);
+        }
+        let got: Vec<u32> = q
+            .lock_all()
+            .drain_sorted()
+            .into_iter()
+            .map(|e| e.value.0)
+            .collect();
+        assert_eq!(got, vec![3, 1, 0, 2]);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Offer `delay` ms ahead into `shard`; `hint`: offer a zero delay as due (the lane).
+        Push {
+            delay: u64,
+            hint: bool,
+            shard: usize,
+        },
+        Advance(u64),
+        Poll,
+        Remove(usize),
+        Update(usize, u64),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (0..3u64, any::<bool>(), 0..4usize)
+                .prop_map(|(delay, hint, shard)| Op::Push { delay, hint, shard }),
+            1 => (0..3u64).prop_map(Op::Advance),
+            3 => Just(Op::Poll),
+            2 => any::<usize>().prop_map(Op::Remove),
+            1 => (any::<usize>(), 0..3u64).prop_map(|(i, d)| Op::Update(i, d)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Q3 and I7: with four shards, each a heap with a ready lane, entries leave in
+        /// exactly the (deadline, seq) order of one sorted model; removal and re-keying by
+        /// position in the home shard work wherever the entry sits; stale positions name
+        /// nothing; every shard's published head is its head (Q2).
+        #[test]
+        fn shards_heaps_and_lanes_match_a_sorted_model(
+            ops in proptest::collection::vec(op(), 0..120)
+        ) {
+            let (clock, q) = manual(4);
+            let mut model: Vec<(Ticks, u64, u32)> = Vec::new(); // (deadline, seq, id)
+            let mut issued: Vec<(Arc<(u32, Position)>, usize)> = Vec::new(); // (entry, home)
+            let mut now: Ticks = 0;
+            for op in ops {
+                match op {
+                    Op::Push { delay, hint, shard } => {
+                        let id = issued.len() as u32;
+                        let value = Arc::new((id, Position::new()));
+                        issued.push((value.clone(), shard));
+                        let deadline = now + delay * MS;
+                        let seq = q.next_seq();
+                        let due = hint && delay == 0;
+                        q.lock(shard).push_tracked(
+                            TimedEntry { deadline, seq, value },
+                            due,
+                            |e| &e.value.1,
+                        );
+                        model.push((deadline, seq, id));
+                    }
+                    Op::Advance(ms) => {
+                        clock.advance(Duration::from_millis(ms));
+                        now += ms * MS;
+                    }
+                    Op::Poll => {
+                        model.sort();
+                        let want = model.first().filter(|m| m.0 <= now).copied();
+                        let got = q.pop_due().map(|(e, _)| (e.deadline, e.seq, e.value.0));
+                        if got.is_some() {
+                            q.finished();
+                        }
+                        proptest::prop_assert_eq!(got, want);
+                        if want.is_some() {
+                            model.remove(0);
+                        }
+                    }
+                    Op::Remove(i) if !issued.is_empty() => {
+                        let (target, home) = issued[i % issued.len()].clone();
+                        let got = q.lock(home).remove_tracked(&target.1).map(|e| e.value.0);
+                        let at = model.iter().position(|m| m.2 == target.0);
+                        proptest::prop_assert_eq!(got, at.map(|k| model[k].2));
+                        if let Some(k) = at {
+                            model.remove(k);
+                        }
+                    }
+                    Op::Update(i, delay) if !issued.is_empty() => {
+                        let (target, home) = issued[i % issued.len()].clone();
+                        let deadline = now + delay * MS;
+                        let seq = q.next_seq();
+                        let moved = q.lock(home).update_tracked(
+                            &target.1,
+                            |e| {
+                                e.deadline = deadline;
+                                e.seq = seq;
+                            },
+                            |e| &e.value.1,
+                        );
+                        let at = model.iter().position(|m| m.2 == target.0);
+                        proptest::prop_assert_eq!(moved, at.is_some());
+                        if let Some(k) = at {
+                            model[k] = (deadline, seq, target.0);
+                        }
+                    }
+                    Op::Remove(_) | Op::Update(..) => {}
+                }
+                let mut all = q.lock_all();
+                for g in all.shards() {
+                    g.store().check_invariants();
+                    let published = q.shards[g.index()].head.load(Ordering::Relaxed);
+                    proptest::prop_assert_eq!(published, g.store().head_deadline().unwrap_or(EMPTY));
+                }
+                model.sort();
+                proptest::prop_assert_eq!(all.len(), model.len());
+                drop(all);
+                let head = q.scan().0;
+                proptest::prop_assert_eq!(head, model.first().map_or(EMPTY, |m| m.0));
+                proptest::prop_assert_eq!(q.active(), 0);
+            }
+        }
+    }
+
+    fn wait_for(cond: impl Fn() -> bool) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !cond() {
+            assert!(Instant::now() < end, "condition not reached in 10 s");
+            std::thread::yield_now();
+        }
+    }
+}
