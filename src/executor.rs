@@ -82,8 +82,8 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let deadline = self.shared.clock().deadline_after(delay);
-        self.schedule_once(deadline, delay.is_zero(), task)
+        let now = self.shared.clock().now();
+        self.schedule_once(clock::add(now, delay), Some(now), task)
     }
 
     /// Runs `task` once at `deadline`, read in the executor's clock. A deadline in the past
@@ -101,7 +101,7 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
     {
         let deadline = self.shared.clock().ticks_of(deadline);
-        self.schedule_once(deadline, false, task)
+        self.schedule_once(deadline, None, task)
     }
 
     /// Runs `task` first after `initial_delay`, then every `period` measured from the
@@ -182,23 +182,23 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let deadline = self.shared.clock().now();
-        self.schedule_once(deadline, true, task)
+        let now = self.shared.clock().now();
+        self.schedule_once(now, Some(now), task)
     }
 
-    /// `due`: `deadline` is not after a clock reading just made (the ready lane).
+    /// `now`: the clock reading `deadline` was computed from, if any (`Shared::submit`).
     fn schedule_once<F, T>(
         &self,
         deadline: Ticks,
-        due: bool,
+        now: Option<Ticks>,
         task: F,
     ) -> Result<ScheduledFuture<T>, ScheduleError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let task = self.shared.schedule_once(deadline, due, task)?;
-        Ok(ScheduledFuture::new(task, self.shared.clone()))
+        let (task, pool) = self.shared.schedule_once(deadline, now, task)?;
+        Ok(ScheduledFuture::new(task, pool))
     }
 
     /// Runs `task` periodically as `spec` says: fixed rate (with a [`MissedTicks`]
@@ -224,8 +224,8 @@ impl ScheduledThreadPoolExecutor {
     where
         F: FnMut() + Send + 'static,
     {
-        let task = self.shared.schedule_periodic(spec, task)?;
-        Ok(ScheduledFuture::new(task, self.shared.clone()))
+        let (task, pool) = self.shared.schedule_periodic(spec, task)?;
+        Ok(ScheduledFuture::new(task, pool))
     }
 
     /// Blocks until no task is due (by the executor's clock) and none is running on the
@@ -400,6 +400,7 @@ impl Drop for ScheduledThreadPoolExecutor {
     fn drop(&mut self) {
         if self.shared.handle_dropped() {
             self.shared.shutdown(); // the last handle
+            self.shared.release_stripes();
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock;
 use crate::error::TaskError;
-use crate::pool::Shared;
+use crate::pool::{PoolRef, Shared};
 use crate::sync::Arc;
 use crate::task::{state, Job, TypedJob};
 
@@ -33,11 +33,11 @@ use crate::task::{state, Job, TypedJob};
 /// ```
 pub struct ScheduledFuture<T> {
     task: Arc<dyn TypedJob<T>>,
-    shared: Arc<Shared>,
+    shared: PoolRef,
 }
 
 impl<T> ScheduledFuture<T> {
-    pub(crate) fn new(task: Arc<dyn TypedJob<T>>, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(task: Arc<dyn TypedJob<T>>, shared: PoolRef) -> Self {
         ScheduledFuture { task, shared }
     }
 
@@ -166,7 +166,7 @@ impl<T> fmt::Debug for ScheduledFuture<T> {
 #[derive(Clone)]
 pub struct CancelHandle {
     job: Arc<dyn Job>,
-    shared: Arc<Shared>,
+    shared: PoolRef,
 }
 
 impl CancelHandle {

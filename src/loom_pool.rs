@@ -33,8 +33,8 @@ fn loom_submit_vs_surplus_exit() {
                 // The submission's critical section, without starting the thread it may
                 // reserve (the model checks the reservation, not a spawned worker).
                 let mut q = shared.queue.lock(shared.queue.local_shard());
-                let published = shared.publish(&mut q, job, false, 0);
-                published.ok().map(|(_, _, spawn)| spawn.is_some())
+                let published = shared.publish(&mut q, job, None, 0);
+                published.ok().map(|p| p.spawn.is_some())
             })
         };
         let exited = shared.release_if_surplus();
@@ -59,7 +59,7 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
                 let job: Arc<dyn Job> = task;
-                shared.submit(job, false).is_ok()
+                shared.submit(job, None).is_ok()
             })
         };
         ex.shutdown();

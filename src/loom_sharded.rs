@@ -34,8 +34,9 @@ fn queue() -> (ManualClock, Arc<Q>) {
 
 fn offer(q: &Q, shard: usize, ms: Ticks, v: u32) -> Arc<(u32, Position)> {
     let value = Arc::new((v, Position::new()));
-    let seq = q.next_seq();
-    q.lock(shard).push_tracked(
+    let mut g = q.lock(shard);
+    let seq = g.next_seq(None);
+    g.push_tracked(
         TimedEntry {
             deadline: ms * MS,
             seq,

@@ -380,3 +380,56 @@ fn every_spin_policy_runs_tasks_in_order_and_never_early() {
         close(&pool);
     }
 }
+
+/// FIFO among equal deadlines holds across submitting threads on the real clock: each
+/// round, this thread schedules a task at an instant and then a fresh thread (started
+/// after it, joined before the next round) schedules another at the same instant.
+/// Threads submit into their own queue shards, so across rounds many pairs sit in two
+/// shards and their order comes from the sequence numbers, not from one heap. This
+/// thread also schedules an unrelated far task per round, so per-thread numbering could
+/// not order the ties by luck. The one worker is held busy until every task is queued,
+/// so every tie is decided by the queue.
+#[test]
+fn equal_deadlines_from_two_threads_run_in_submission_order() {
+    const ROUNDS: usize = 200;
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .build();
+    let (release, gate) = mpsc::channel::<()>();
+    let blocker = pool
+        .submit(move || gate.recv_timeout(BOUND).is_ok())
+        .unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let at = Instant::now() + Duration::from_millis(1);
+    let mut futures = Vec::new();
+    let mut far = Vec::new();
+    for round in 0..ROUNDS {
+        far.push(pool.schedule(HUNDRED_YEARS, || ()).unwrap());
+        let first = order.clone();
+        futures.push(
+            pool.schedule_at(at, move || first.lock().unwrap().push((round, 'A')))
+                .unwrap(),
+        );
+        let second = order.clone();
+        let pool = &pool;
+        futures.push(std::thread::scope(|s| {
+            s.spawn(move || {
+                pool.schedule_at(at, move || second.lock().unwrap().push((round, 'B')))
+                    .unwrap()
+            })
+            .join()
+            .unwrap()
+        }));
+    }
+    for f in far {
+        assert!(f.cancel());
+    }
+    release.send(()).unwrap();
+    assert!(outcome(blocker).unwrap());
+    for fut in futures {
+        outcome(fut).unwrap();
+    }
+    let want: Vec<(usize, char)> = (0..ROUNDS).flat_map(|r| [(r, 'A'), (r, 'B')]).collect();
+    assert_eq!(*order.lock().unwrap(), want);
+    close(&pool);
+}

@@ -76,6 +76,44 @@ mod shared;
 mod worker;
 
 pub(crate) use shared::Shared;
+
+use crate::sync::Arc;
+
+/// A reference to the pool held by futures and cancel handles: an `Arc` of one of the
+/// per-shard [`Stripe`]s, so that futures made on different threads do not all count
+/// references on the one `Arc<Shared>` (a contended cache line per `schedule` and per
+/// drop; `docs/BENCHMARKS.md`). Derefs to [`Shared`].
+pub(crate) type PoolRef = Arc<Stripe>;
+
+/// One shard's reference to the pool (see [`PoolRef`]). Each shard's [`Tally`] holds one
+/// until the last executor handle is dropped (`Shared::release_stripes`), so that a
+/// submission clones it in its shard's critical section; each stripe holds the pool
+/// alive as long as a future does.
+pub(crate) struct Stripe {
+    shared: Arc<Shared>,
+}
+
+impl Stripe {
+    /// A stripe of its own, for the rare futures made without a shard (a periodic task
+    /// over before its first run, a shut-down pool's handle).
+    pub(crate) fn new(shared: Arc<Shared>) -> PoolRef {
+        Arc::new(Stripe { shared })
+    }
+}
+
+impl std::ops::Deref for Stripe {
+    type Target = Shared;
+    #[inline]
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+impl std::fmt::Debug for Stripe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.shared.fmt(f)
+    }
+}
 pub(crate) use worker::is_worker_of;
 
 /// What each queue shard's lock guards for the executor beside its store (the sharded
@@ -86,6 +124,10 @@ pub(crate) struct Tally {
     /// without queueing, counted in `Counters::task_count`); counted under the shard's
     /// lock instead of in a shared atomic.
     pub(crate) submitted: u64,
+    /// This shard's reference to the pool for the futures of its submissions ([`PoolRef`]);
+    /// `None` once the last executor handle is gone (which breaks the cycle
+    /// `Shared` → `Tally` → `Stripe` → `Shared`).
+    pub(crate) stripe: Option<PoolRef>,
 }
 
 /// The executor's policy flags with setters.

@@ -8,8 +8,7 @@ use std::fmt;
 use std::time::Instant;
 
 use super::control::{Control, RunState};
-use super::Policy;
-use super::Tally;
+use super::{Policy, PoolRef, Stripe, Tally};
 use crate::builder::{Config, RejectionPolicy};
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::error::{run_caught, ScheduleError, TaskError};
@@ -94,26 +93,44 @@ impl Shared {
         let listener: Weak<dyn AdvanceListener> =
             Arc::downgrade(&shared) as Weak<dyn AdvanceListener>;
         clock.register(listener);
+        for g in shared.queue.lock_all().shards() {
+            g.ext().stripe = Some(Stripe::new(shared.clone())); // until `release_stripes`
+        }
         shared
+    }
+
+    /// The last executor handle is gone: the shards give up their stripes, so the pool is
+    /// freed once the last future and worker let go of it. (No submission can follow: it
+    /// would need a handle.)
+    pub(crate) fn release_stripes(&self) {
+        let stripes: Vec<Option<PoolRef>> = self
+            .queue
+            .lock_all()
+            .shards()
+            .map(|g| g.ext().stripe.take())
+            .collect();
+        drop(stripes); // outside the locks: it may drop the pool's memory's last holders
     }
 
     /// Builds and submits a one-shot task; `due` as for [`submit`](Self::submit).
     pub(crate) fn schedule_once<F, T>(
         self: &Arc<Self>,
         deadline: Ticks,
-        due: bool,
+        now: Option<Ticks>,
         task: F,
-    ) -> Result<Arc<dyn TypedJob<T>>, ScheduleError>
+    ) -> Result<(Arc<dyn TypedJob<T>>, PoolRef), ScheduleError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
         let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(deadline, task));
-        if let Err(err) = self.submit(task.clone(), due) {
-            crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
-            return Err(err);
+        match self.submit(task.clone(), now) {
+            Ok(stripe) => Ok((task, stripe.unwrap_or_else(|| Stripe::new(self.clone())))),
+            Err(err) => {
+                crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
+                Err(err)
+            }
         }
-        Ok(task)
     }
 
     /// Submits a one-shot without a future (`execute`).
@@ -122,7 +139,8 @@ impl Shared {
         F: FnOnce() + Send + 'static,
     {
         let deadline = self.clock().now();
-        self.submit(Arc::new(OnceTask::new(deadline, task)), true)
+        self.submit(Arc::new(OnceTask::new(deadline, task)), Some(deadline))
+            .map(drop)
     }
 
     /// Builds and submits a periodic task (see
@@ -131,7 +149,7 @@ impl Shared {
         self: &Arc<Self>,
         spec: Periodic,
         task: F,
-    ) -> Result<Arc<dyn TypedJob<()>>, ScheduleError>
+    ) -> Result<(Arc<dyn TypedJob<()>>, PoolRef), ScheduleError>
     where
         F: FnMut() + Send + 'static,
     {
@@ -144,7 +162,8 @@ impl Shared {
             return Err(ScheduleError::ZeroPeriod);
         }
         let clock = self.clock();
-        let earliest = clock.deadline_after(initial_delay);
+        let now = clock.now();
+        let earliest = crate::clock::add(now, initial_delay);
         let first = match &schedule {
             Schedule::Trigger(trigger) => {
                 run_caught(|| trigger.0.lock().first_deadline(clock.instant_of(earliest)))
@@ -153,8 +172,6 @@ impl Shared {
             _ => Ok(Some(earliest)),
         };
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
-        // Due at once: a zero initial delay of a fixed rule (a trigger picks its own).
-        let due = initial_delay.is_zero() && !matches!(schedule, Schedule::Trigger(_));
         let task = Arc::new(PeriodicTask::new(deadline, schedule, limits, task));
         let ended = match first {
             Err((payload, msg)) => Some(Err((payload, msg))),
@@ -163,13 +180,15 @@ impl Shared {
             Ok(Some(_)) => None,
         };
         let typed: Arc<dyn TypedJob<()>> = task.clone();
+        let mut stripe = None;
         match ended {
-            None => {
-                if let Err(err) = self.submit(typed.clone(), due) {
+            None => match self.submit(typed.clone(), Some(now)) {
+                Ok(s) => stripe = s,
+                Err(err) => {
                     crate::task::drop_quietly((task, typed)); // contain a panicking Drop
                     return Err(err);
                 }
-            }
+            },
             Some(outcome) => {
                 // Accepted (unless shut down) but over before its first run.
                 self.refuse_if_shutdown()?;
@@ -182,7 +201,7 @@ impl Shared {
                 task.finish_unrun(outcome);
             }
         }
-        Ok(typed)
+        Ok((typed, stripe.unwrap_or_else(|| Stripe::new(self.clone()))))
     }
 
     /// A handle was cloned. Relaxed: a new handle is made from a live one, which keeps the
@@ -236,37 +255,38 @@ impl Shared {
         self.core_pool_size.load(Ordering::Relaxed)
     }
 
-    /// Queues a new task, or applies the rejection policy.
-    /// Queues a new task, or applies the rejection policy. `due`: the task's deadline is
-    /// not after a clock reading the caller made (a zero delay), so it may take the ready
-    /// lane (`queue/lane.rs`).
+    /// Queues a new task, or applies the rejection policy. `now`: the clock reading the
+    /// caller computed the task's deadline from, if it made one: the stamp of the task's
+    /// sequence number (`queue/sharded.rs`, Q3), and if the deadline is not after it, the
+    /// task is due and may take the ready lane (`queue/lane.rs`). Returns the shard's [`PoolRef`] for the task's future when
+    /// it was queued (`None` when a policy took it, or the pool was being dropped).
     pub(crate) fn submit(
         self: &Arc<Self>,
         job: Arc<dyn Job>,
-        due: bool,
-    ) -> Result<(), ScheduleError> {
+        now: Option<Ticks>,
+    ) -> Result<Option<PoolRef>, ScheduleError> {
         let published = if self.config.max_queued_tasks == usize::MAX {
-            self.publish(&mut self.queue.lock(self.queue.local_shard()), job, due, 0)
+            self.publish(&mut self.queue.lock(self.queue.local_shard()), job, now, 0)
         } else {
             // A bounded queue counts every shard's tasks under every shard's lock.
             let mut all = self.queue.lock_all();
             let queued = all.len();
-            self.publish(all.shard(self.queue.local_shard()), job, due, queued)
+            self.publish(all.shard(self.queue.local_shard()), job, now, queued)
         };
         match published {
-            Ok((handle, home, spawn)) => {
-                if let Some(index) = spawn {
+            Ok(p) => {
+                if let Some(index) = p.spawn {
                     if !self.start_worker(index) {
-                        if let Some(job) = self.unqueue_if_workerless(home, handle, true) {
+                        if let Some(job) = self.unqueue_if_workerless(p.home, p.handle, true) {
                             stats::bump(&self.counters.rejected);
                             crate::task::drop_quietly(job);
                             return Err(ScheduleError::ThreadSpawn);
                         }
                     }
                 }
-                Ok(())
+                Ok(p.stripe)
             }
-            Err((job, reason)) => self.refuse(job, reason),
+            Err((job, reason)) => self.refuse(job, reason).map(|()| None),
         }
     }
 
@@ -274,16 +294,15 @@ impl Shared {
     /// refuses after shutdown or when the queue is full (`queued`: the tasks queued in
     /// every shard, when the queue is bounded; the caller then holds every shard's lock);
     /// else reserves a worker if fewer than the core size are reserved
-    /// (reserve-then-publish) and pushes the task. Returns its handle, its home shard and
-    /// the reserved worker's index, for the caller to start after unlocking.
-    #[allow(clippy::type_complexity)]
+    /// (reserve-then-publish) and pushes the task. Returns what the caller needs after
+    /// unlocking ([`Published`]).
     pub(crate) fn publish(
         &self,
         q: &mut Guard<'_>,
         job: Arc<dyn Job>,
-        due: bool,
+        now: Option<Ticks>,
         queued: usize,
-    ) -> Result<(Handle, usize, Option<usize>), (Arc<dyn Job>, ScheduleError)> {
+    ) -> Result<Published, (Arc<dyn Job>, ScheduleError)> {
         // E2: the run state is read in the critical section that publishes the task, and
         // `shutdown` changes it before its own pass over the queue.
         if !self.control.load().is_running() {
@@ -296,7 +315,8 @@ impl Shared {
         // its own critical section either is seen here or sees this task.
         let spawn = self.control.reserve_for_task(self.core_pool_size());
         let deadline = job.header().deadline();
-        let seq = self.queue.next_seq();
+        let due = now.is_some_and(|now| deadline <= now);
+        let seq = q.next_seq(now);
         job.header().number(seq, q.index()); // the task's home shard from now on (T4)
         q.ext().submitted += 1; // counted in the critical section that accepts it
         let handle = q.push_tracked(
@@ -308,7 +328,12 @@ impl Shared {
             due,
             |e: &Entry| &e.value.header().position, // T4
         );
-        Ok((handle, q.index(), spawn))
+        Ok(Published {
+            handle,
+            home: q.index(),
+            spawn,
+            stripe: q.ext().stripe.clone(), // this shard's reference count, not the pool's
+        })
     }
 
     /// `Err(Shutdown)`, counted and traced, if the executor is shut down (for submissions
@@ -329,7 +354,7 @@ impl Shared {
         let handle = q.handle_at(&header.position);
         match header.state() {
             state::SCHEDULED if q.contains(handle) => {
-                let seq = self.queue.next_seq();
+                let seq = q.next_seq(None);
                 q.update_tracked(
                     &header.position,
                     |e| {
@@ -471,7 +496,7 @@ impl Shared {
                 at
             }
         };
-        let seq = self.queue.next_seq();
+        let seq = q.next_seq(None);
         let handle = q.push_tracked(
             TimedEntry {
                 deadline: next,
@@ -631,6 +656,18 @@ impl Shared {
         finish_removed(removed);
         self.finisher_done();
     }
+}
+
+/// A queued submission, as `Shared::publish` leaves it.
+pub(crate) struct Published {
+    /// The task's handle in its home shard.
+    pub(crate) handle: Handle,
+    /// The task's home shard.
+    pub(crate) home: usize,
+    /// A worker slot reserved for it, to start after unlocking (E1).
+    pub(crate) spawn: Option<usize>,
+    /// The shard's reference to the pool for the task's future.
+    pub(crate) stripe: Option<PoolRef>,
 }
 
 /// What became of a periodic task's re-queue.

@@ -15,8 +15,12 @@
 //!   lock, locks the shard with the earliest one, checks under that lock that no other
 //!   shard's head is earlier (a re-scan: an entry queued before the take started is seen,
 //!   Q2) and pops. Equal deadlines in two shards are decided under all their locks by
-//!   `(deadline, seq)`, with `seq` from one global counter, so FIFO among equal deadlines
-//!   holds across shards (Q3).
+//!   `(deadline, seq)`, then by shard number (Q3).
+//! - Sequence numbers (FIFO among equal deadlines) cost no shared write. On the real
+//!   clock a shard's next number is the operation's clock reading in nanoseconds (the one
+//!   the deadline was computed from), or one more than the shard's last number if that is
+//!   larger; on a `ManualClock`, whose time stands still, they come from one shared
+//!   counter. A shared counter cost half of W4's throughput (`docs/BENCHMARKS.md`).
 //! - Waiting is leader/follower as in `queue/mod.rs`, on the coordinator: the leader
 //!   sleeps until the earliest head, the followers without a timeout. The coordinator
 //!   publishes in `wake_at` the deadline before which a new head needs a wake-up: the
@@ -47,6 +51,12 @@
 //! - Q3: a take returns the entry with the least `(deadline, seq)` among the due entries
 //!   queued before it started: the popped head was checked under its shard's lock against
 //!   every other shard's published head, and ties were compared under all the tied locks.
+//!   Sequence numbers follow submission order: within a shard they grow under its lock;
+//!   across shards, of two submissions where one returns before the other starts, the
+//!   second's clock reading is not smaller (the monotonic clock), and larger unless the
+//!   clock did not tick during the hand-off between the two threads (it does on a
+//!   nanosecond clock: the hand-off alone takes longer); a `ManualClock` pool uses one
+//!   counter, whose order agrees with happens-before.
 //! - Q4: `active` counts takes not yet `finished`; a take increments it in the critical
 //!   section that pops, so a thread holding every shard lock sees each due entry either
 //!   queued or counted (`wait_idle`).
@@ -57,9 +67,9 @@
 //! # Ordering
 //! Shard contents are under their mutexes; `Shard::head` is stored `Release` by the lock
 //! holder and loaded `Acquire` by scanners (a hint that the lock re-checks, except in
-//! Q1's pattern, which orders through the RMWs on `wake_at`: `AcqRel`). `seq` is
-//! `Relaxed`: a counter whose modification order already agrees with happens-before,
-//! which is all FIFO needs. `active` and `idle_waiters` are RMWs (`AcqRel`) on both sides
+//! Q1's pattern, which orders through the RMWs on `wake_at`: `AcqRel`). `seq` (the
+//! `ManualClock` counter) is `Relaxed`: its modification order already agrees with
+//! happens-before, which is all FIFO needs. `active` and `idle_waiters` are RMWs (`AcqRel`) on both sides
 //! of `wait_idle`'s check, for the same reason as Q1. `head_changes` is a `Relaxed` hint
 //! for spinners (`park.rs`).
 
@@ -94,6 +104,9 @@ struct Shard<E, X> {
 /// What a shard's mutex guards.
 pub(crate) struct ShardState<E, X> {
     store: Store<E>,
+    /// The least sequence number this shard may hand out next: one more than its last
+    /// (Q3).
+    next_seq: u64,
     /// The owner's per-shard state.
     pub(crate) ext: X,
 }
@@ -122,7 +135,7 @@ pub(crate) struct ShardedQueue<E, X> {
     idle_cv: Condvar,
     /// The deadline before which a new head must wake a taker (Q1).
     wake_at: CachePadded<AtomicU64>,
-    /// Next FIFO sequence number (Q3).
+    /// Next FIFO stamp on a `ManualClock` (Q3; the real clock stamps with its readings).
     seq: CachePadded<AtomicU64>,
     /// Takes not yet finished (Q4).
     active: AtomicUsize,
@@ -170,6 +183,7 @@ impl<E: Timed, X> ShardedQueue<E, X> {
                     CachePadded::new(Shard {
                         state: Mutex::new(ShardState {
                             store: Store::with_capacity(0),
+                            next_seq: 0,
                             ext: ext(),
                         }),
                         head: AtomicU64::new(EMPTY),
@@ -205,11 +219,16 @@ impl<E: Timed, X> ShardedQueue<E, X> {
         local_number() & (self.shards.len() - 1)
     }
 
-    /// A fresh sequence number: a call that happens after another gets a larger number.
-    /// Relaxed: the counter's modification order agrees with happens-before (Q3).
+    /// The stamp a sequence number starts from (Q3): on the real clock, the time of the
+    /// operation (`now`, a clock reading the caller made, or a fresh one); on a
+    /// `ManualClock`, whose time stands still, one shared counter.
     #[inline]
-    pub(crate) fn next_seq(&self) -> u64 {
-        self.seq.fetch_add(1, Ordering::Relaxed)
+    fn stamp(&self, now: Option<Ticks>) -> u64 {
+        match self.clock {
+            Clock::Real { .. } => now.unwrap_or_else(|| self.clock.now()),
+            // Relaxed: the counter's modification order agrees with happens-before.
+            Clock::Manual(_) => self.seq.fetch_add(1, Ordering::Relaxed),
+        }
     }
 
     /// Locks shard `index` (taken modulo the shard count).
@@ -597,6 +616,18 @@ impl<E: Timed, X> ShardGuard<'_, E, X> {
         self.store().len()
     }
 
+    /// A fresh sequence number for an entry queued in this shard now (Q3): larger than
+    /// every number this shard handed out before, and not below the operation's stamp
+    /// (`now`: the caller's clock reading, if it made one).
+    #[inline]
+    pub(crate) fn next_seq(&mut self, now: Option<Ticks>) -> u64 {
+        let stamp = self.queue.stamp(now);
+        let state = self.state_mut();
+        let seq = stamp.max(state.next_seq);
+        state.next_seq = seq.saturating_add(1);
+        seq
+    }
+
     /// Pops the head and counts the take (Q4), in this critical section.
     #[inline]
     fn pop_counted(&mut self) -> Option<E> {
@@ -836,8 +867,9 @@ mod tests {
 
     fn offer(q: &Q, shard: usize, deadline: Ticks, v: u32) -> Arc<(u32, Position)> {
         let value = Arc::new((v, Position::new()));
-        let seq = q.next_seq();
-        q.lock(shard).push_tracked(
+        let mut g = q.lock(shard);
+        let seq = g.next_seq(None);
+        g.push_tracked(
             TimedEntry {
                 deadline,
                 seq,
@@ -902,8 +934,9 @@ mod tests {
         let a = offer(&q, 0, 50 * MS, 1);
         let b = offer(&q, 1, 60 * MS, 2);
         assert_eq!(q.lock(0).remove_tracked(&a.1).map(|e| e.value.0), Some(1));
-        let seq = q.next_seq();
-        assert!(q.lock(1).update_tracked(
+        let mut g = q.lock(1);
+        let seq = g.next_seq(None);
+        assert!(g.update_tracked(
             &b.1,
             |e| {
                 e.deadline = 5 * MS;
@@ -911,6 +944,7 @@ mod tests {
             },
             |e| &e.value.1,
         ));
+        drop(g);
         c.advance(Duration::from_millis(5));
         assert_eq!(take(&q), 2);
         assert!(q.is_empty_hint());
@@ -1012,9 +1046,10 @@ mod tests {
                         let value = Arc::new((id, Position::new()));
                         issued.push((value.clone(), shard));
                         let deadline = now + delay * MS;
-                        let seq = q.next_seq();
+                        let mut g = q.lock(shard);
+                        let seq = g.next_seq(None);
                         let due = hint && delay == 0;
-                        q.lock(shard).push_tracked(
+                        g.push_tracked(
                             TimedEntry { deadline, seq, value },
                             due,
                             |e| &e.value.1,
@@ -1049,8 +1084,9 @@ mod tests {
                     Op::Update(i, delay) if !issued.is_empty() => {
                         let (target, home) = issued[i % issued.len()].clone();
                         let deadline = now + delay * MS;
-                        let seq = q.next_seq();
-                        let moved = q.lock(home).update_tracked(
+                        let mut g = q.lock(home);
+                        let seq = g.next_seq(None);
+                        let moved = g.update_tracked(
                             &target.1,
                             |e| {
                                 e.deadline = deadline;
