@@ -89,6 +89,11 @@ pub(crate) type PoolRef = Arc<Stripe>;
 /// until the last executor handle is dropped (`Shared::release_stripes`), so that a
 /// submission clones it in its shard's critical section; each stripe holds the pool
 /// alive as long as a future does.
+///
+/// Aligned to 128 bytes (two cache lines, as `crossbeam_utils::CachePadded` on x86-64),
+/// so that the stripes, allocated one after the other, do not share a line: their
+/// reference counts are written by different threads.
+#[repr(align(128))]
 pub(crate) struct Stripe {
     shared: Arc<Shared>,
 }
