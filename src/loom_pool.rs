@@ -33,7 +33,7 @@ fn loom_submit_vs_surplus_exit() {
                 // The submission's critical section, without starting the thread it may
                 // reserve (the model checks the reservation, not a spawned worker).
                 let mut q = shared.queue.lock(shared.queue.local_shard());
-                let published = shared.publish(&mut q, job, None, 0);
+                let published = shared.publish(&mut q, job, None, 0, true);
                 published.ok().map(|p| p.spawn.is_some())
             })
         };
@@ -59,7 +59,7 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
                 let job: Arc<dyn Job> = task;
-                shared.submit(job, None).is_ok()
+                shared.submit(job, None, true).is_ok()
             })
         };
         ex.shutdown();

@@ -80,7 +80,7 @@ fn loom_cancel_vs_periodic_requeue() {
             let _owned = &guard;
         }));
         let job: Arc<dyn Job> = task.clone();
-        shared.submit(job, None).unwrap();
+        shared.submit(job, None, true).unwrap();
         let home = task.header().home();
         let worker = {
             let shared = shared.clone();
@@ -177,7 +177,7 @@ fn loom_shutdown_vs_schedule() {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
                 let job: Arc<dyn Job> = task;
-                shared.submit(job, None).is_ok()
+                shared.submit(job, None, true).is_ok()
             })
         };
         ex.shutdown();
@@ -204,7 +204,7 @@ fn loom_shutdown_vs_periodic_requeue() {
         };
         let task = Arc::new(PeriodicTask::new(0, rule, limits, || ()));
         let job: Arc<dyn Job> = task.clone();
-        shared.submit(job, None).unwrap();
+        shared.submit(job, None, true).unwrap();
         let entry = shared
             .queue
             .lock(task.header().home())
@@ -235,7 +235,7 @@ fn loom_cancel_vs_reschedule() {
         let (_ex, shared) = pool_with_model_worker();
         let task = Arc::new(OnceTask::new(5_000_000, || ()));
         let job: Arc<dyn Job> = task.clone();
-        shared.submit(job, None).unwrap();
+        shared.submit(job, None, true).unwrap();
         let rescheduler = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || shared.reschedule(&*task, 1_000_000))

@@ -124,7 +124,7 @@ impl Shared {
         T: Send + 'static,
     {
         let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(deadline, task));
-        match self.submit(task.clone(), now) {
+        match self.submit(task.clone(), now, true) {
             Ok(stripe) => Ok((task, stripe.unwrap_or_else(|| Stripe::new(self.clone())))),
             Err(err) => {
                 crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
@@ -139,8 +139,12 @@ impl Shared {
         F: FnOnce() + Send + 'static,
     {
         let deadline = self.clock().now();
-        self.submit(Arc::new(OnceTask::new(deadline, task)), Some(deadline))
-            .map(drop)
+        self.submit(
+            Arc::new(OnceTask::new(deadline, task)),
+            Some(deadline),
+            false,
+        )
+        .map(drop)
     }
 
     /// Builds and submits a periodic task (see
@@ -182,7 +186,7 @@ impl Shared {
         let typed: Arc<dyn TypedJob<()>> = task.clone();
         let mut stripe = None;
         match ended {
-            None => match self.submit(typed.clone(), Some(now)) {
+            None => match self.submit(typed.clone(), Some(now), true) {
                 Ok(s) => stripe = s,
                 Err(err) => {
                     crate::task::drop_quietly((task, typed)); // contain a panicking Drop
@@ -259,19 +263,28 @@ impl Shared {
     /// caller computed the task's deadline from, if it made one: the stamp of the task's
     /// sequence number (`queue/sharded.rs`, Q3), and if the deadline is not after it, the
     /// task is due and may take the ready lane (`queue/lane.rs`). Returns the shard's [`PoolRef`] for the task's future when
-    /// it was queued (`None` when a policy took it, or the pool was being dropped).
+    /// it was queued and `future` says the caller makes a future (`None` when a policy
+    /// took it, or the pool was being dropped).
     pub(crate) fn submit(
         self: &Arc<Self>,
         job: Arc<dyn Job>,
         now: Option<Ticks>,
+        future: bool,
     ) -> Result<Option<PoolRef>, ScheduleError> {
         let published = if self.config.max_queued_tasks == usize::MAX {
-            self.publish(&mut self.queue.lock(self.queue.local_shard()), job, now, 0)
+            let mut q = self.queue.lock(self.queue.local_shard());
+            self.publish(&mut q, job, now, 0, future)
         } else {
             // A bounded queue counts every shard's tasks under every shard's lock.
             let mut all = self.queue.lock_all();
             let queued = all.len();
-            self.publish(all.shard(self.queue.local_shard()), job, now, queued)
+            self.publish(
+                all.shard(self.queue.local_shard()),
+                job,
+                now,
+                queued,
+                future,
+            )
         };
         match published {
             Ok(p) => {
@@ -302,6 +315,7 @@ impl Shared {
         job: Arc<dyn Job>,
         now: Option<Ticks>,
         queued: usize,
+        future: bool,
     ) -> Result<Published, (Arc<dyn Job>, ScheduleError)> {
         // E2: the run state is read in the critical section that publishes the task, and
         // `shutdown` changes it before its own pass over the queue.
@@ -332,7 +346,8 @@ impl Shared {
             handle,
             home: q.index(),
             spawn,
-            stripe: q.ext().stripe.clone(), // this shard's reference count, not the pool's
+            // This shard's reference count, not the pool's; none for `execute`.
+            stripe: if future { q.ext().stripe.clone() } else { None },
         })
     }
 
