@@ -21,6 +21,9 @@
 #          e.g. scripts/memcheck.sh memory faults
 # Env:     MEMCHECK_TIMEOUT (seconds per binary, default 1200)
 #          MEMCHECK_SUPPRESSIONS (a valgrind suppressions file, optional)
+# valgrind runs one thread at a time; --fair-sched=yes hands its lock round-robin, so a
+# thread that busy-waits (a consumer polling an empty queue) cannot starve the thread it
+# waits for (the default lock lets a releasing thread take it straight back).
 # The tests run one at a time (--test-threads=1) with small scale settings: valgrind runs
 # them 20 to 50 times slower, and every real-time wait in them is bounded by seconds.
 set -euo pipefail
@@ -71,7 +74,7 @@ for bin in "${binaries[@]}"; do
     start=$(date +%s)
     rc=0
     RUST_BACKTRACE=0 PROPTEST_CASES=16 SCHEDPOOL_STRESS_SECS=2 \
-        timeout "$timeout_s" valgrind --leak-check=full \
+        timeout "$timeout_s" valgrind --fair-sched=yes --leak-check=full \
         --errors-for-leak-kinds=definite --show-leak-kinds=definite,possible \
         --error-exitcode=99 --log-file="$vlog" "${supp[@]}" \
         "$bin" --test-threads=1 >"$tlog" 2>&1 || rc=$?

@@ -444,6 +444,7 @@ fn producers_and_consumers_see_every_element_exactly_once() {
                     _ => {
                         batch.clear();
                         if q.drain_to(&mut batch, 4) == 0 {
+                            thread::yield_now(); // a busy wait: let the producers run
                             continue;
                         }
                         // Put back a stop marker we drained with the batch; keep one.

@@ -2,12 +2,13 @@
 //! atomic word (Java's `ctl`), and the termination latch.
 //!
 //! # Design
-//! The word is not guarded by the queue lock: readers (`is_shutdown`, `stats`, `Debug`,
+//! The word is not guarded by a queue lock: readers (`is_shutdown`, `stats`, `Debug`,
 //! the thread-exit path) load it without taking any lock, and every change is one
 //! compare-exchange that computes the next [`Snapshot`] from the current one, so two
 //! fields that must change together (a worker slot and its thread; the run state and the
 //! shutdown caller's finisher slot) do. What the queue decides (is it empty? may this
-//! task be accepted?) is decided by reading the word inside the queue's critical section;
+//! task be accepted?) is decided by reading the word inside a shard's critical section, or
+//! under every shard's lock;
 //! the protocols that need both are written out as E1, E2 and E5 in `pool/mod.rs`.
 //!
 //! Layout of the word (`u64`):
@@ -30,7 +31,7 @@
 //! publishes whatever its author wrote before it (the worker's last accounting before it
 //! releases its thread; the shutdown caller's completed futures before it releases its
 //! finisher slot), and whoever sees the change sees those writes. The orderings between
-//! this word and the queue come from the queue lock, not from these atomics (E1 and E2
+//! this word and the queue come from the shard locks, not from these atomics (E1 and E2
 //! in `pool/mod.rs`).
 
 use crate::sync::Ordering;

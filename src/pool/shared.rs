@@ -531,7 +531,7 @@ impl Shared {
         if !header.cancel() {
             return false;
         }
-        // Relaxed: a setting; the removal itself is ordered by the queue lock (T4).
+        // Relaxed: a setting; the removal itself is ordered by the home shard's lock (T4).
         if self.remove_on_cancel.load(Ordering::Relaxed) {
             let removed = self
                 .queue

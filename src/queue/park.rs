@@ -86,7 +86,8 @@ pub enum SpinPolicy {
     Never,
 }
 
-/// The waiting policy's state for one queue; guarded by the queue lock.
+/// The waiting policy's state for one queue; guarded by the queue's lock (the
+/// coordinator's, for the sharded queue).
 #[derive(Debug)]
 pub(super) struct Park {
     policy: SpinPolicy,
@@ -182,7 +183,7 @@ pub(super) struct Spun {
     new_head: bool,
 }
 
-/// Spins until `until` or until `head_changes` moves. Call with the queue lock released.
+/// Spins until `until` or until `head_changes` moves. Call with the lock released.
 pub(super) fn spin(head_changes: &StatCounter, until: Instant) -> Spun {
     // Relaxed: a hint (module notes).
     let seen = head_changes.load(Ordering::Relaxed);

@@ -29,8 +29,8 @@
 //! # Ordering
 //! The state word's orderings are in `state.rs`. `deadline` is `Relaxed`: it is written by
 //! whoever owns the task's schedule at that moment (the submitter before publishing it,
-//! the running worker, `reschedule` under the queue lock) and read only for reporting.
-//! `position` and `rescheduled` are ordered by the queue lock (T4).
+//! the running worker, `reschedule` under its home shard's lock) and read only for reporting.
+//! `position` and `rescheduled` are ordered by the home shard's lock (T4).
 
 mod completion;
 mod once;
@@ -66,18 +66,18 @@ pub(crate) struct Header {
     /// shard's lock), which orders the store before the load.
     home: AtomicU8,
     /// The task's number for logs and spans: the FIFO sequence number of its first
-    /// queueing, [`NO_ID`] before. Written once, under the queue lock, by the submission
+    /// queueing, [`NO_ID`] before. Written once, under its shard's lock, by the submission
     /// that queues it; `Relaxed`: reporting only.
     id: AtomicU64,
     /// The current run's deadline, then the next one (`ScheduledFuture::deadline`). Written by
     /// the thread that owns the task's schedule at that moment (the submitter, the running
-    /// worker, or `reschedule` under the queue lock); `Relaxed` reads only report it.
+    /// worker, or `reschedule` under the home shard's lock); `Relaxed` reads only report it.
     deadline: AtomicU64,
     /// The task's place in the queue while it is queued (T4).
     pub(crate) position: Position,
     /// A deadline set by `reschedule` while a periodic task was out of the queue (running),
     /// used instead of its rule's next deadline when it is re-queued; [`NO_DEADLINE`] if
-    /// none. Under the queue lock, like `position` (T4).
+    /// none. Under the home shard's lock, like `position` (T4).
     pub(crate) rescheduled: LockedCell,
 }
 
