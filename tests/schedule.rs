@@ -361,12 +361,15 @@ fn every_spin_policy_runs_tasks_in_order_and_never_early() {
             .spin_policy(policy)
             .build();
         let order = Arc::new(Mutex::new(Vec::new()));
+        // Deadlines from one instant, so their order does not depend on how long the
+        // submissions take (under valgrind, milliseconds each).
+        let base = Instant::now() + Duration::from_millis(20);
         let futs: Vec<_> = [15u64, 5, 10, 0]
             .into_iter()
             .map(|ms| {
                 let order = order.clone();
-                let due = Instant::now() + Duration::from_millis(ms);
-                pool.schedule(Duration::from_millis(ms), move || {
+                let due = base + Duration::from_millis(ms);
+                pool.schedule_at(due, move || {
                     assert!(Instant::now() >= due, "{policy:?}: never early");
                     order.lock().unwrap().push(ms);
                 })
