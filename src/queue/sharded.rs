@@ -86,9 +86,10 @@ use super::{wait, Handle, LockedCell, Position, SpinPolicy, Take, Timed};
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::sync::{unlocked, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, StatCounter};
 
-/// `Shard::head` of an empty shard. An entry due at `u64::MAX` ("never") looks the
-/// same to the scanners: it needs no leader, and nothing that decides on emptiness
-/// trusts the hint without the locks.
+/// `Shard::head` of an empty shard. No entry's deadline is this large (C1 in `clock.rs`:
+/// deadlines stop at `FAR_FUTURE`, about 500 years), so a published head never looks
+/// empty; and nothing that decides on emptiness for good trusts the hint without the
+/// locks.
 const EMPTY: Ticks = Ticks::MAX;
 
 /// The most shards a queue has.
@@ -724,6 +725,10 @@ impl<E: Timed, X> ShardGuard<'_, E, X> {
         };
         let shard = &self.queue.shards[self.index];
         let new = state.store.head_deadline().unwrap_or(EMPTY);
+        debug_assert!(
+            new != EMPTY || state.store.is_empty(),
+            "C1: no deadline is EMPTY"
+        );
         // Relaxed: only lock holders write it, and this thread holds the lock (Q2).
         let old = shard.head.load(Ordering::Relaxed);
         if new != old {
