@@ -434,3 +434,88 @@ fn cancelling_a_running_task_leaves_the_other_queued_tasks_alone() {
     assert!(outcome(fut).unwrap_err().is_cancelled());
     close(&pool);
 }
+
+/// Tasks submitted from several threads (so from several queue shards) and cancelled
+/// from yet another: every cancel wins, leaves the queue at once and drops its closure,
+/// and a reschedule from a third thread moves the survivors; nothing is lost or run
+/// twice.
+#[test]
+fn cancel_and_reschedule_from_other_threads_than_the_submitters() {
+    const THREADS: usize = 4;
+    const PER_THREAD: usize = 250;
+    let (clock, pool) = manual_pool(2);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let runs = Arc::new(AtomicUsize::new(0));
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let futures: Vec<ScheduledFuture<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (pool, drops, runs) = (&pool, drops.clone(), runs.clone());
+                s.spawn(move || {
+                    (0..PER_THREAD)
+                        .map(|i| {
+                            let guard = CountDrop(drops.clone());
+                            let runs = runs.clone();
+                            let delay = Duration::from_millis(10 + (t * PER_THREAD + i) as u64);
+                            pool.schedule(delay, move || {
+                                let _owned = &guard;
+                                runs.fetch_add(1, Ordering::SeqCst);
+                            })
+                            .unwrap()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let total = THREADS * PER_THREAD;
+    assert_eq!(pool.queue_len(), total);
+    // Cancel every other task from one thread, reschedule the rest from another.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for f in futures.iter().step_by(2) {
+                assert!(f.cancel(), "a pending task is cancellable from any thread");
+            }
+        });
+        s.spawn(|| {
+            for f in futures.iter().skip(1).step_by(2) {
+                // Still pending (never cancelled): the reschedule finds it in its shard.
+                assert!(f.reschedule(clock.now() + Duration::from_secs(3600)));
+            }
+        });
+    });
+    assert_eq!(
+        pool.queue_len(),
+        total / 2,
+        "cancelled tasks left the queue"
+    );
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        total / 2,
+        "their closures are dropped"
+    );
+    clock.advance(Duration::from_secs(1));
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "the survivors moved an hour ahead"
+    );
+    clock.advance(Duration::from_secs(3600));
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(runs.load(Ordering::SeqCst), total / 2);
+    for f in futures.into_iter().step_by(2) {
+        assert!(f.get().unwrap_err().is_cancelled());
+    }
+    assert_eq!(pool.queue_len(), 0);
+    close(&pool);
+}
