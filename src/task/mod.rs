@@ -67,7 +67,9 @@ pub(crate) struct Header {
     home: AtomicU8,
     /// The task's number for logs and spans: the FIFO sequence number of its first
     /// queueing, [`NO_ID`] before. Written once, under its shard's lock, by the submission
-    /// that queues it; `Relaxed`: reporting only.
+    /// that queues it; `Relaxed`: reporting only. On the real clock it is the submission's
+    /// time in nanoseconds (`queue/sharded.rs`, Q3): unique within a shard, so two tasks
+    /// share a number only if two threads queued them in the same nanosecond.
     id: AtomicU64,
     /// The current run's deadline, then the next one (`ScheduledFuture::deadline`). Written by
     /// the thread that owns the task's schedule at that moment (the submitter, the running
