@@ -46,8 +46,9 @@
 //!   the other's effect (the producer sees the new `wake_at` and wakes the taker, or the
 //!   taker's re-scan sees the new head). The wake-up itself is sent under the
 //!   coordinator's lock, which the waiter holds from its re-scan until it sleeps.
-//! - Q2: `Shard::head` is the deadline of the shard's head (`EMPTY` if none) whenever its
-//!   mutex is free; only the lock holder writes it.
+//! - Q2: `Shard::head` is the deadline of the shard's head (`EMPTY` if none; a head due
+//!   at `clock::NEVER` publishes `NEVER_DUE`) whenever its mutex is free; only the lock
+//!   holder writes it.
 //! - Q3: a take returns the entry with the least `(deadline, seq)` among the due entries
 //!   queued before it started: the popped head was checked under its shard's lock against
 //!   every other shard's published head, and ties were compared under all the tied locks.
@@ -86,11 +87,15 @@ use super::{wait, Handle, LockedCell, Position, SpinPolicy, Take, Timed};
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::sync::{unlocked, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, StatCounter};
 
-/// `Shard::head` of an empty shard. No entry's deadline is this large (C1 in `clock.rs`:
-/// deadlines stop at `FAR_FUTURE`, about 500 years), so a published head never looks
-/// empty; and nothing that decides on emptiness for good trusts the hint without the
-/// locks.
+/// `Shard::head` of an empty shard. A head due at `clock::NEVER` (the same value: a
+/// periodic task whose next run saturated) is published as [`NEVER_DUE`] instead, so a
+/// published head never looks empty; nothing that decides on emptiness for good trusts
+/// the hint without the locks.
 const EMPTY: Ticks = Ticks::MAX;
+
+/// What a head due at `clock::NEVER` publishes: later than any clock reading (C1 in
+/// `clock.rs`: time stops at `FAR_FUTURE`), so it is never due, yet not [`EMPTY`].
+const NEVER_DUE: Ticks = EMPTY - 1;
 
 /// The most shards a queue has.
 pub(crate) const MAX_SHARDS: usize = 64;
@@ -724,11 +729,10 @@ impl<E: Timed, X> ShardGuard<'_, E, X> {
             return Owed::Nothing;
         };
         let shard = &self.queue.shards[self.index];
-        let new = state.store.head_deadline().unwrap_or(EMPTY);
-        debug_assert!(
-            new != EMPTY || state.store.is_empty(),
-            "C1: no deadline is EMPTY"
-        );
+        let new = state
+            .store
+            .head_deadline()
+            .map_or(EMPTY, |d| d.min(NEVER_DUE));
         // Relaxed: only lock holders write it, and this thread holds the lock (Q2).
         let old = shard.head.load(Ordering::Relaxed);
         if new != old {
@@ -991,6 +995,17 @@ mod tests {
     }
 
     #[test]
+    fn a_head_that_is_never_due_does_not_look_empty() {
+        let (c, q) = manual(2);
+        offer(&q, 1, crate::clock::NEVER, 1);
+        assert!(!q.is_empty_hint(), "Q2: published as NEVER_DUE, not EMPTY");
+        c.advance(Duration::MAX);
+        let until = Instant::now() + Duration::from_millis(5);
+        assert!(matches!(q.take(Some(until), |_| false), Take::TimedOut));
+        assert_eq!(q.len(), 1);
+    }
+
+    #[test]
     fn drain_sorted_merges_the_shards() {
         let (_c, q) = manual(4);
         for (shard, d, v) in [(3, 5, 0), (0, 1, 1), (2, 5, 2), (1, 0, 3)] {
@@ -1111,7 +1126,8 @@ mod tests {
                 for g in all.shards() {
                     g.store().check_invariants();
                     let published = q.shards[g.index()].head.load(Ordering::Relaxed);
-                    proptest::prop_assert_eq!(published, g.store().head_deadline().unwrap_or(EMPTY));
+                    let head = g.store().head_deadline().map_or(EMPTY, |d| d.min(NEVER_DUE));
+                    proptest::prop_assert_eq!(published, head);
                 }
                 model.sort();
                 proptest::prop_assert_eq!(all.len(), model.len());
