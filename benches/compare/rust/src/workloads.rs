@@ -352,14 +352,7 @@ pub fn timeouts<S: System>(p: &Params) -> Json {
         // Leaving the scope joins both producers.
     });
     let t1 = now_ns();
-    // Wait for the survivors (due 50 ms after their submission), then a little longer so
-    // that a cancelled task that fires anyway would be counted.
-    let limit = now_ns() + 30 * SEC;
-    while fired.load(Ordering::Relaxed) < expected && now_ns() < limit {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    let got = fired.load(Ordering::Relaxed);
+    let got = wait_for_survivors(fired, expected);
     let iters = 2 * m;
     let mut json = Json::default()
         .int("iterations", iters as i64)
@@ -371,22 +364,39 @@ pub fn timeouts<S: System>(p: &Params) -> Json {
         .int("expected_fired", expected as i64)
         .bool("exact", got == expected)
         .int("cancel_false", refused.load(Ordering::Relaxed) as i64);
-    let late_cancels = refused.load(Ordering::Relaxed);
+    json = fired_verdict(json, got, expected, refused.load(Ordering::Relaxed));
+    s.dispose();
+    json
+}
+
+/// W4 and W7: waits for the survivors (due 50 ms after their submission), then a little
+/// longer so that a cancelled task that fires anyway would be counted; returns the count.
+fn wait_for_survivors(fired: &AtomicU64, expected: u64) -> u64 {
+    let limit = now_ns() + 30 * SEC;
+    while fired.load(Ordering::Relaxed) < expected && now_ns() < limit {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    fired.load(Ordering::Relaxed)
+}
+
+/// W4 and W7: an error if the fired count is wrong; a note if it is consistent but not
+/// exact because `late_cancels` cancels found their task started (the producer thread was
+/// off the CPU for more than 50 ms between schedule and cancel).
+fn fired_verdict(json: Json, got: u64, expected: u64, late_cancels: u64) -> Json {
     if got != expected + late_cancels {
-        json = json.str("error", &format!("{got} tasks fired, expected {expected}"));
+        json.str("error", &format!("{got} tasks fired, expected {expected}"))
     } else if late_cancels > 0 {
-        // cancel() said the task had already started: the producer thread was off the CPU
-        // for more than 50 ms between schedule and cancel. Consistent, but not exact.
-        json = json.str(
+        json.str(
             "note",
             &format!(
                 "{got} tasks fired: {late_cancels} cancel(s) came after the task had started \
                  (producer descheduled for over 50 ms)"
             ),
-        );
+        )
+    } else {
+        json
     }
-    s.dispose();
-    json
 }
 
 // ---------------------------------------------------------------------------------------
@@ -450,12 +460,7 @@ pub fn producers<S: System>(p: &Params) -> Json {
         }
     });
     let t1 = now_ns();
-    let limit = now_ns() + 30 * SEC;
-    while fired.load(Ordering::Relaxed) < expected && now_ns() < limit {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    let got = fired.load(Ordering::Relaxed);
+    let got = wait_for_survivors(fired, expected);
     let late_cancels = refused.load(Ordering::Relaxed);
     let iters = threads as u64 * m;
     let mut lat: Vec<i64> = samples.iter().map(|&v| v as i64).collect();
@@ -476,17 +481,7 @@ pub fn producers<S: System>(p: &Params) -> Json {
         .int("expected_fired", expected as i64)
         .bool("exact", got == expected)
         .int("cancel_false", late_cancels as i64);
-    if got != expected + late_cancels {
-        json = json.str("error", &format!("{got} tasks fired, expected {expected}"));
-    } else if late_cancels > 0 {
-        json = json.str(
-            "note",
-            &format!(
-                "{got} tasks fired: {late_cancels} cancel(s) came after the task had started \
-                 (producer descheduled for over 50 ms)"
-            ),
-        );
-    }
+    json = fired_verdict(json, got, expected, late_cancels);
     s.dispose();
     json
 }
