@@ -273,15 +273,8 @@ fn op_schedule_manual(n: usize) {
 
 fn op_execute(n: usize) {
     let pool = real_pool();
-    let (started_tx, started_rx) = mpsc::channel::<()>();
-    let (_release_tx, release_rx) = mpsc::channel::<()>();
     // Keep the only worker busy, so the N tasks stay queued and nobody is woken.
-    pool.execute(move || {
-        started_tx.send(()).expect("main waits");
-        let _ = release_rx.recv();
-    })
-    .expect("accepted");
-    started_rx.recv().expect("the blocker started");
+    let _release = hold_the_worker(&pool);
     let s = Section::begin();
     for _ in 0..n {
         pool.execute(|| ()).expect("accepted");
@@ -338,6 +331,13 @@ fn op_take_run(n: usize) {
 /// releases it: what is submitted next stays queued, due, until the release.
 fn manual_held() -> (ScheduledThreadPoolExecutor, mpsc::Sender<()>) {
     let (pool, _clock) = manual_pool();
+    let release = hold_the_worker(&pool);
+    (pool, release)
+}
+
+/// Holds `pool`'s only worker with a blocker task until the returned sender sends (or is
+/// dropped); returns once the blocker runs.
+fn hold_the_worker(pool: &ScheduledThreadPoolExecutor) -> mpsc::Sender<()> {
     let (started_tx, started_rx) = mpsc::channel::<()>();
     let (release_tx, release_rx) = mpsc::channel::<()>();
     pool.execute(move || {
@@ -346,7 +346,7 @@ fn manual_held() -> (ScheduledThreadPoolExecutor, mpsc::Sender<()>) {
     })
     .expect("accepted");
     started_rx.recv().expect("the blocker started");
-    (pool, release_tx)
+    release_tx
 }
 
 /// N zero-delay `submit`s, each due when queued, and a last one that reports when it ran.
