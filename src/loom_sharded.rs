@@ -1,7 +1,8 @@
 //! loom models of the sharded queue's protocols (`queue/sharded.rs`): Q1 (a push into one
 //! shard against a taker about to wait on another shard's head, or on an empty queue),
 //! Q3 (FIFO across shards while a taker scans),
-//! the hand-on of Q5, and E3's wake-up when two threads empty the last two shards.
+//! the hand-on of Q5, E3's wake-up when two threads empty the last two shards, and Q4's
+//! count of takes against `wait_idle`.
 //!
 //! Every queue runs on a `ManualClock`: a leader waits without a timeout, so a lost
 //! wake-up is a deadlock, which loom reports. The deliberate breaks that make each model
@@ -149,5 +150,27 @@ fn loom_fifo_across_shards_while_a_taker_scans() {
         offer(&q, 1, 0, 2);
         assert_eq!(taker.join().unwrap(), 1, "FIFO among equal deadlines");
         assert_eq!(q.len(), 1);
+    });
+}
+
+/// Q4 and `wait_idle`: a take finishing while another thread starts `wait_idle`. The
+/// waiter returns (idle) whichever comes first: `finished` sees the waiter and wakes it,
+/// or the waiter's read of `active` sees the take finished. A lost wake-up deadlocks.
+#[test]
+fn loom_finished_vs_wait_idle() {
+    loom::model(|| {
+        let (_clock, q) = queue();
+        offer(&q, 1, 0, 1);
+        let (entry, _) = q.pop_due_for_models().expect("due at 0");
+        let finisher = {
+            let q = q.clone();
+            thread::spawn(move || {
+                drop(entry);
+                q.finished();
+            })
+        };
+        assert!(q.wait_idle(None), "idle once the take finished");
+        finisher.join().unwrap();
+        assert_eq!(q.active(), 0);
     });
 }

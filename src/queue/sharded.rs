@@ -366,6 +366,12 @@ impl<E: Timed, X> ShardedQueue<E, X> {
         }
     }
 
+    /// [`pop_due`](Self::pop_due) for the models, which take without waiting.
+    #[cfg(all(test, loom))]
+    pub(crate) fn pop_due_for_models(&self) -> Option<(E, Ticks)> {
+        self.pop_due()
+    }
+
     /// Pops the least `(deadline, seq)` among the due heads, under every shard's lock
     /// (Q3's tie-break; rare on the real clock).
     #[cold]
