@@ -44,7 +44,6 @@ fn offer(q: &Q, shard: usize, ms: Ticks, v: u32) -> Arc<(u32, Position)> {
             value: value.clone(),
         },
         false,
-        |e| &e.value.1,
     );
     value
 }

@@ -14,13 +14,21 @@ use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::error::{run_caught, ScheduleError, TaskError};
 use crate::periodic::{Periodic, Schedule};
 use crate::queue::sharded::{AllShards, ShardGuard, ShardedQueue};
-use crate::queue::{Handle, TimedEntry};
+use crate::queue::{Position, TimedEntry, Tracked};
 use crate::stats::{self, Counters, Lateness, PoolStats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob, NO_DEADLINE};
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
 pub(crate) type Entry = TimedEntry<Arc<dyn Job>>;
+
+impl Tracked for Entry {
+    /// T4: the task's place in its home shard.
+    #[inline]
+    fn position(&self) -> &Position {
+        &self.value.header().position
+    }
+}
 /// Java: `DelayedWorkQueue`, sharded (`queue/sharded.rs`).
 pub(crate) type Queue = ShardedQueue<Entry, Tally>;
 /// One shard of the queue with its lock held.
@@ -290,7 +298,8 @@ impl Shared {
             Ok(p) => {
                 if let Some(index) = p.spawn {
                     if !self.start_worker(index) {
-                        if let Some(job) = self.unqueue_if_workerless(p.home, p.handle, true) {
+                        let job = p.job.as_deref().expect("kept when a worker is started");
+                        if let Some(job) = self.unqueue_if_workerless(job, true) {
                             stats::bump(&self.counters.rejected);
                             crate::task::drop_quietly(job);
                             return Err(ScheduleError::ThreadSpawn);
@@ -333,18 +342,19 @@ impl Shared {
         let seq = q.next_seq(now);
         job.header().number(seq, q.index()); // the task's home shard from now on (T4)
         q.ext().submitted += 1; // counted in the critical section that accepts it
-        let handle = q.push_tracked(
+                                // A copy to take the task back by if the worker cannot be started (E1): only
+                                // when one is to be started, so the common path counts no reference.
+        let kept = spawn.is_some().then(|| Arc::clone(&job));
+        q.push_tracked(
             TimedEntry {
                 deadline,
                 seq,
                 value: job,
             },
             due,
-            |e: &Entry| &e.value.header().position, // T4
         );
         Ok(Published {
-            handle,
-            home: q.index(),
+            job: kept,
             spawn,
             // This shard's reference count, not the pool's; none for `execute`.
             stripe: if future { q.ext().stripe.clone() } else { None },
@@ -366,18 +376,13 @@ impl Shared {
     pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
         let header = job.header();
         let mut q = self.queue.lock(header.home()); // T4: the home shard
-        let handle = q.handle_at(&header.position);
         match header.state() {
-            state::SCHEDULED if q.contains(handle) => {
+            state::SCHEDULED if q.contains_tracked(&header.position) => {
                 let seq = q.next_seq(None);
-                q.update_tracked(
-                    &header.position,
-                    |e| {
-                        e.deadline = at;
-                        e.seq = seq; // FIFO among equal deadlines by the time of the reschedule
-                    },
-                    |e: &Entry| &e.value.header().position, // T4
-                );
+                q.update_tracked(&header.position, |e| {
+                    e.deadline = at;
+                    e.seq = seq; // FIFO among equal deadlines by the time of the reschedule
+                });
                 header.set_deadline(at); // a due head moving away wakes `wait_idle` (sharded.rs)
                 true
             }
@@ -427,23 +432,18 @@ impl Shared {
         }
     }
 
-    /// After a failed thread start: if no worker is left, takes the task `handle` names
-    /// back out of the queue so it is not stranded (E1), and returns it; `new`: it was a
-    /// new submission (un-counted again), not a re-queue.
+    /// After a failed thread start: if no worker is left, takes `job` back out of the
+    /// queue so it is not stranded (E1), and returns it; `new`: it was a new submission
+    /// (un-counted again), not a re-queue.
     #[cold]
-    pub(super) fn unqueue_if_workerless(
-        &self,
-        home: usize,
-        handle: crate::queue::Handle,
-        new: bool,
-    ) -> Option<Arc<dyn Job>> {
+    pub(super) fn unqueue_if_workerless(&self, job: &dyn Job, new: bool) -> Option<Arc<dyn Job>> {
         // E1: workers release their slots only under every shard's lock, so this shard's
         // lock orders the check against them.
-        let mut q = self.queue.lock(home);
+        let mut q = self.queue.lock(job.header().home()); // T4
         if self.control.load().workers() > 0 {
             return None;
         }
-        let removed = q.remove(handle);
+        let removed = q.remove_tracked(&job.header().position);
         if new && removed.is_some() {
             q.ext().submitted -= 1; // refused after all: not a task the pool took
         }
@@ -454,22 +454,22 @@ impl Shared {
     /// the caller's thread (`CallerRuns`); workers re-queue inside `next_task`.
     pub(crate) fn requeue(self: &Arc<Self>, job: Arc<dyn Job>, next: Ticks) {
         let home = job.header().home();
+        // A copy to take the task back by if a worker cannot be started (E1); this path
+        // (`CallerRuns`) is not a hot one.
+        let kept = Arc::clone(&job);
         let mut q = self.queue.lock(home);
         let outcome = self.requeue_locked(&mut q, job, next);
         let spawn = match outcome {
-            Requeued::Queued(handle) => self
-                .control
-                .reserve_for_task(self.core_pool_size())
-                .map(|i| (i, handle)),
+            Requeued::Queued => self.control.reserve_for_task(self.core_pool_size()),
             _ => None,
         };
         drop(q);
         if let Requeued::Refused(job) = outcome {
             job.finish_cancelled();
         }
-        if let Some((index, handle)) = spawn {
+        if let Some(index) = spawn {
             if !self.start_worker(index) {
-                if let Some(job) = self.unqueue_if_workerless(home, handle, false) {
+                if let Some(job) = self.unqueue_if_workerless(&*kept, false) {
                     if job.header().cancel() {
                         job.finish_cancelled();
                     }
@@ -512,16 +512,15 @@ impl Shared {
             }
         };
         let seq = q.next_seq(None);
-        let handle = q.push_tracked(
+        q.push_tracked(
             TimedEntry {
                 deadline: next,
                 seq,
                 value: job,
             },
             false,
-            |e: &Entry| &e.value.header().position, // T4
         );
-        Requeued::Queued(handle)
+        Requeued::Queued
     }
 
     /// Cancels a task; with `remove_on_cancel`, removes it from the queue first. Returns
@@ -675,10 +674,9 @@ impl Shared {
 
 /// A queued submission, as `Shared::publish` leaves it.
 pub(crate) struct Published {
-    /// The task's handle in its home shard.
-    pub(crate) handle: Handle,
-    /// The task's home shard.
-    pub(crate) home: usize,
+    /// A reference to the task, kept only when a worker is to be started for it, to take
+    /// it back by if that fails (E1).
+    pub(crate) job: Option<Arc<dyn Job>>,
     /// A worker slot reserved for it, to start after unlocking (E1).
     pub(crate) spawn: Option<usize>,
     /// The shard's reference to the pool for the task's future.
@@ -687,8 +685,8 @@ pub(crate) struct Published {
 
 /// What became of a periodic task's re-queue.
 pub(super) enum Requeued {
-    /// In the queue under this handle.
-    Queued(Handle),
+    /// In the queue.
+    Queued,
     /// Not allowed after shutdown and cancelled here: its future must be completed.
     Refused(Arc<dyn Job>),
     /// Cancelled by someone else meanwhile, who completes it.

@@ -2,21 +2,23 @@
 //! re-keying any entry is O(log n). No locks, no clock, no threads.
 //!
 //! # Design
-//! Java's `DelayedWorkQueue` stores each task's heap index in the task itself
-//! (`setIndex`), which makes `remove(task)` O(log n) but writes into a task object on every
-//! sift step and ties the heap to one element type. Here the heap owns two arrays:
+//! The heap proper is one array of nodes. Each node holds the entry inline (for the
+//! executor: the deadline, the sequence number and a pointer), so a sift compares keys
+//! without following a pointer. Who remembers where each entry is, a *keeper* (`K`), is a
+//! parameter, because the crate has two kinds of entries:
 //!
-//! - `nodes`: the heap proper. Each node holds the entry inline (for the executor: the
-//!   deadline, the sequence number and a pointer), so a sift compares keys without
-//!   following a pointer, plus the number of its slot.
-//! - `slots`: a slab of `(gen, pos)` pairs. A [`Handle`] is `(slot, gen)`; `pos` is the
-//!   node's current position. A sift step rewrites `pos` of the two nodes it swaps: an
-//!   8-byte store into a compact array instead of a store into a task.
-//!
-//! The generation makes handles safe forever: a slot's `gen` is odd while it is occupied and
-//! is incremented on every insert and removal, so a handle to an entry that left the heap
-//! never matches again, even after its slot is reused (no ABA). A slot whose generation
-//! would wrap is retired instead of reused.
+//! - [`SlotTable`], for entries that cannot hold their own position (the public queues'
+//!   values): a slab of `(gen, pos)` pairs beside the nodes, and a tag in each node naming
+//!   its slot. A [`Handle`] is `(slot, gen)`; a sift step rewrites `pos` of the nodes it
+//!   moves. The generation makes handles safe forever: a slot's `gen` is odd while it is
+//!   occupied and is incremented on every insert and removal, so a handle to an entry that
+//!   left the heap never matches again, even after its slot is reused (no ABA). A slot
+//!   whose generation would wrap is retired instead of reused.
+//! - [`InEntry`], for entries that hold their own position ([`Indexed`]): Java's
+//!   `DelayedWorkQueue` stores each task's heap index in the task (`setIndex`). No table
+//!   and no tag, so 16 fewer bytes per entry; a sift step stores into the moved entry's
+//!   task instead of into the table. The executor's tasks use it (`docs/BENCHMARKS.md`
+//!   has both keepers measured).
 //!
 //! The arity `D` is a const parameter so `benches/heap.rs` can compare binary and 4-ary
 //! heaps; the default is the one the bench found faster (see `docs/BENCHMARKS.md`). A 4-ary
@@ -24,17 +26,18 @@
 //! cache line or two, which is what matters once the heap outgrows the cache.
 //!
 //! # Invariants
-//! - H1 (index): for every position `i < len`, `slots[nodes[i].slot].pos == i` and that
-//!   slot's `gen` is odd.
+//! - H1 (index): for every position `i < len`, the keeper says `i` for the entry at `i`:
+//!   with [`SlotTable`], `slots[nodes[i].tag].pos == i` and that slot's `gen` is odd; with
+//!   [`InEntry`], the entry was last told `Some(i)`. An entry that left was told `None`.
 //! - H2 (order): no node is strictly `before` its parent.
-//! - H3 (free list): a slot is on the free list iff its `gen` is even and it is not retired;
-//!   occupied slots number exactly `len`.
+//! - H3 (free list, [`SlotTable`]): a slot is on the free list iff its `gen` is even and
+//!   it is not retired; occupied slots number exactly `len`.
+//! - H4 (no reuse after reset, [`SlotTable`]): every slot created after the slot table was
+//!   dropped starts at a generation above any generation issued before (`floor`), so a
+//!   handle from before the reset names nothing.
 //!
-//! - H4 (no reuse after reset): every slot created after the slot table was dropped starts
-//!   at a generation above any generation issued before (`floor`), so a handle from before
-//!   the reset names nothing.
-//!
-//! `check_invariants` asserts H1–H3; the tests call it after every mutation.
+//! `check_invariants` (slab) and `check_indexed` (intrusive) assert H1–H3; the tests call
+//! them after every mutation.
 
 use std::fmt;
 
@@ -46,6 +49,28 @@ pub(crate) trait Ordered {
     fn before(&self, other: &Self) -> bool;
 }
 
+/// Where the heap keeps each entry's position (module notes): the heap tells its keeper
+/// when an entry arrives, moves and leaves.
+pub(crate) trait Keeper<E>: Default {
+    /// What a node carries beside its entry for the keeper (a slot number, or nothing).
+    type Tag: Copy;
+    /// A new entry is about to be pushed.
+    fn arrive(&mut self) -> Self::Tag;
+    /// The entry with `tag` is now at `pos` (H1).
+    fn moved(&mut self, tag: Self::Tag, entry: &E, pos: usize);
+    /// The entry with `tag` left the heap.
+    fn left(&mut self, tag: Self::Tag, entry: &E);
+    /// The heap is empty after a removal: a chance to give memory back.
+    fn emptied(&mut self);
+}
+
+/// An entry that keeps its own heap position (the [`InEntry`] keeper). `set_index` is
+/// called only by the heap, which its owner keeps behind one lock.
+pub(crate) trait Indexed {
+    /// The entry is now at `pos`, or (`None`) no longer in the heap.
+    fn set_index(&self, pos: Option<usize>);
+}
+
 /// A position in the slab plus the generation of the entry it named. `Copy`, never
 /// dangling: a stale handle is simply not found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -55,27 +80,12 @@ pub(crate) struct Handle {
 }
 
 impl Handle {
-    /// A handle that matches nothing (tests; the queue has its own `Handle::NONE`).
+    /// A handle that matches nothing (tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) const NONE: Handle = Handle {
         slot: u32::MAX,
         gen: u32::MAX,
     };
-
-    /// Packs the handle into a `u64` (for an atomic field).
-    #[inline]
-    pub(crate) fn to_bits(self) -> u64 {
-        (u64::from(self.slot) << 32) | u64::from(self.gen)
-    }
-
-    /// Inverse of [`to_bits`](Handle::to_bits).
-    #[inline]
-    pub(crate) fn from_bits(bits: u64) -> Handle {
-        Handle {
-            slot: (bits >> 32) as u32,
-            gen: bits as u32,
-        }
-    }
 }
 
 /// End of the free list; also the slot number no entry ever gets.
@@ -89,18 +99,11 @@ struct Slot {
     pos: u32,
 }
 
+/// The slab keeper: positions in a table of `(gen, pos)` slots, named by [`Handle`]s
+/// (H1, H3, H4). For entries that cannot hold their own position (the public queues'
+/// values, whose keys are handles).
 #[derive(Debug)]
-struct Node<E> {
-    entry: E,
-    slot: u32,
-}
-
-/// The binary-vs-4-ary choice, measured in `benches/heap.rs`.
-pub(crate) const DEFAULT_ARITY: usize = 4;
-
-/// A d-ary min-heap with handles (see the module notes).
-pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY> {
-    nodes: Vec<Node<E>>,
+pub(crate) struct SlotTable {
     slots: Vec<Slot>,
     free: u32,
     /// Even; a new slot starts at generation `floor + 1` (H4).
@@ -109,29 +112,139 @@ pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY> {
     max_gen: u32,
 }
 
-/// Below this many nodes or slots, memory is not given back (the work would not pay).
-const MIN_SHRINK: usize = 1 << 16;
-
-impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
-    pub(crate) fn new() -> Self {
-        Self::with_capacity(0)
-    }
-
-    pub(crate) fn with_capacity(n: usize) -> Self {
-        const { assert!(D >= 2, "a heap needs at least two children per node") };
-        let mut heap = IndexedHeap {
-            nodes: Vec::new(),
+impl SlotTable {
+    fn new() -> Self {
+        SlotTable {
             slots: Vec::new(),
             free: NIL,
             floor: 0,
             max_gen: 0,
-        };
-        // A hint: a capacity the allocator refuses is simply not reserved.
-        if heap.nodes.try_reserve_exact(n).is_err() || heap.slots.try_reserve_exact(n).is_err() {
-            heap.nodes = Vec::new();
-            heap.slots = Vec::new();
         }
-        heap
+    }
+
+    /// The position of the entry `h` names, if it is in the heap.
+    #[inline]
+    fn position(&self, h: Handle) -> Option<usize> {
+        let slot = self.slots.get(h.slot as usize)?;
+        (slot.gen == h.gen && slot.gen % 2 == 1).then_some(slot.pos as usize)
+    }
+
+    fn free_slot(&mut self, s: u32) {
+        let slot = &mut self.slots[s as usize];
+        slot.gen += 1; // odd -> even: free (H3)
+        self.max_gen = self.max_gen.max(slot.gen);
+        if slot.gen >= u32::MAX - 1 {
+            // Retired: reusing it would let its generation wrap and match an old handle.
+            return;
+        }
+        slot.pos = self.free;
+        self.free = s;
+    }
+}
+
+impl Default for SlotTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E> Keeper<E> for SlotTable {
+    type Tag = u32;
+
+    fn arrive(&mut self) -> u32 {
+        if self.free != NIL {
+            let s = self.free;
+            let slot = &mut self.slots[s as usize];
+            self.free = slot.pos;
+            slot.gen += 1; // even -> odd: occupied (H3)
+            return s;
+        }
+        let s = u32::try_from(self.slots.len())
+            .ok()
+            .filter(|&s| s != NIL)
+            .expect("IndexedHeap holds at most u32::MAX - 1 entries");
+        let gen = self.floor + 1; // H4: above every generation issued before
+        self.max_gen = self.max_gen.max(gen);
+        self.slots.push(Slot { gen, pos: 0 });
+        s
+    }
+
+    #[inline]
+    fn moved(&mut self, slot: u32, _: &E, pos: usize) {
+        self.slots[slot as usize].pos = pos as u32;
+    }
+
+    #[inline]
+    fn left(&mut self, slot: u32, _: &E) {
+        self.free_slot(slot);
+    }
+
+    /// Once the heap is empty the slot table is dropped whole, new slots starting above
+    /// every generation issued so far (H4), so no old handle can match one of them.
+    fn emptied(&mut self) {
+        if self.slots.len() >= MIN_SHRINK && self.max_gen < u32::MAX - 4 {
+            self.floor = self.max_gen + self.max_gen % 2; // even, >= every generation seen
+            self.slots = Vec::new();
+            self.free = NIL;
+        }
+    }
+}
+
+/// The intrusive keeper: every entry holds its own position ([`Indexed`]), as Java's
+/// `ScheduledFutureTask.heapIndex` does. No table and no per-node tag.
+#[derive(Debug, Default)]
+pub(crate) struct InEntry;
+
+impl<E: Indexed> Keeper<E> for InEntry {
+    type Tag = ();
+
+    #[inline]
+    fn arrive(&mut self) {}
+
+    #[inline]
+    fn moved(&mut self, (): (), entry: &E, pos: usize) {
+        entry.set_index(Some(pos));
+    }
+
+    #[inline]
+    fn left(&mut self, (): (), entry: &E) {
+        entry.set_index(None);
+    }
+
+    #[inline]
+    fn emptied(&mut self) {}
+}
+
+#[derive(Debug)]
+struct Node<E, T> {
+    entry: E,
+    tag: T,
+}
+
+/// The binary-vs-4-ary choice, measured in `benches/heap.rs`.
+pub(crate) const DEFAULT_ARITY: usize = 4;
+
+/// A d-ary min-heap with positions kept by `K` (see the module notes).
+pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY, K: Keeper<E> = SlotTable> {
+    nodes: Vec<Node<E, K::Tag>>,
+    keeper: K,
+}
+
+/// Below this many nodes or slots, memory is not given back (the work would not pay).
+const MIN_SHRINK: usize = 1 << 16;
+
+impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        const { assert!(D >= 2, "a heap needs at least two children per node") };
+        let mut nodes = Vec::new();
+        // A hint: a capacity the allocator refuses is simply not reserved.
+        if nodes.try_reserve_exact(n).is_err() {
+            nodes = Vec::new();
+        }
+        IndexedHeap {
+            nodes,
+            keeper: K::default(),
+        }
     }
 
     #[inline]
@@ -150,20 +263,19 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
         self.nodes.first().map(|n| &n.entry)
     }
 
-    /// Inserts `entry` and returns its handle. O(log n).
-    ///
-    /// # Panics
-    /// If the heap would hold more than `u32::MAX - 1` entries (about 4 billion; memory
-    /// runs out long before).
-    pub(crate) fn push(&mut self, entry: E) -> Handle {
-        let slot = self.alloc_slot();
+    /// The entry at `pos`, if there is one.
+    #[inline]
+    pub(crate) fn get_at(&self, pos: usize) -> Option<&E> {
+        self.nodes.get(pos).map(|n| &n.entry)
+    }
+
+    /// Inserts `entry`; returns the position it settled at. O(log n).
+    #[inline]
+    fn insert(&mut self, entry: E) -> usize {
+        let tag = self.keeper.arrive();
         let pos = self.nodes.len();
-        self.nodes.push(Node { entry, slot });
-        self.sift_up(pos);
-        Handle {
-            slot,
-            gen: self.slots[slot as usize].gen,
-        }
+        self.nodes.push(Node { entry, tag });
+        self.sift_up(pos)
     }
 
     /// Removes and returns the first entry. O(log n).
@@ -176,34 +288,14 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
         }
     }
 
-    /// The current position of the entry `h` names, or `None` if it left the heap.
-    #[inline]
-    pub(crate) fn position(&self, h: Handle) -> Option<usize> {
-        let slot = self.slots.get(h.slot as usize)?;
-        (slot.gen == h.gen && slot.gen % 2 == 1).then_some(slot.pos as usize)
-    }
-
-    /// The entry `h` names, if it is still in the heap.
-    #[inline]
-    pub(crate) fn get(&self, h: Handle) -> Option<&E> {
-        self.position(h).map(|pos| &self.nodes[pos].entry)
-    }
-
-    /// Removes the entry `h` names. O(log n); `None` for a stale handle.
-    pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
-        let pos = self.position(h)?;
-        Some(self.remove_at(pos))
-    }
-
-    /// Changes the key of the entry `h` names with `f`, then restores H2. O(log n).
-    /// Returns `false` (and does not call `f`) for a stale handle. The handle stays valid.
-    pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> bool {
-        let Some(pos) = self.position(h) else {
-            return false;
-        };
+    /// Changes the key of the entry at `pos` with `f`, then restores H2; returns the
+    /// entry's new position. O(log n).
+    ///
+    /// # Panics
+    /// If `pos` is out of bounds.
+    pub(crate) fn update_at(&mut self, pos: usize, f: impl FnOnce(&mut E)) -> usize {
         f(&mut self.nodes[pos].entry);
-        self.restore(pos);
-        true
+        self.restore(pos)
     }
 
     /// Removes every entry for which `remove` returns `true`; returns them. O(n).
@@ -212,7 +304,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
         let mut kept = Vec::with_capacity(self.nodes.len());
         for node in std::mem::take(&mut self.nodes) {
             if remove(&node.entry) {
-                self.free_slot(node.slot);
+                self.keeper.left(node.tag, &node.entry);
                 out.push(node.entry);
             } else {
                 kept.push(node);
@@ -229,47 +321,20 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
         let nodes = std::mem::take(&mut self.nodes);
         let mut out = Vec::with_capacity(nodes.len());
         for node in nodes {
-            self.free_slot(node.slot);
+            self.keeper.left(node.tag, &node.entry);
             out.push(node.entry);
         }
         self.give_back();
         out
     }
 
-    fn alloc_slot(&mut self) -> u32 {
-        if self.free != NIL {
-            let s = self.free;
-            let slot = &mut self.slots[s as usize];
-            self.free = slot.pos;
-            slot.gen += 1; // even -> odd: occupied (H3)
-            return s;
-        }
-        let s = u32::try_from(self.slots.len())
-            .ok()
-            .filter(|&s| s != NIL)
-            .expect("IndexedHeap holds at most u32::MAX - 1 entries");
-        let gen = self.floor + 1; // H4: above every generation issued before
-        self.max_gen = self.max_gen.max(gen);
-        self.slots.push(Slot { gen, pos: 0 });
-        s
-    }
-
-    fn free_slot(&mut self, s: u32) {
-        let slot = &mut self.slots[s as usize];
-        slot.gen += 1; // odd -> even: free (H3)
-        self.max_gen = self.max_gen.max(slot.gen);
-        if slot.gen >= u32::MAX - 1 {
-            // Retired: reusing it would let its generation wrap and match an old handle.
-            return;
-        }
-        slot.pos = self.free;
-        self.free = s;
-    }
-
     /// Removes the node at `pos`: the last node fills the hole and is sifted into place.
-    fn remove_at(&mut self, pos: usize) -> E {
+    ///
+    /// # Panics
+    /// If `pos` is out of bounds.
+    pub(crate) fn remove_at(&mut self, pos: usize) -> E {
         let node = self.nodes.swap_remove(pos);
-        self.free_slot(node.slot);
+        self.keeper.left(node.tag, &node.entry);
         if pos < self.nodes.len() {
             self.restore(pos);
         }
@@ -278,27 +343,24 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
     }
 
     /// Returns memory after mass removal: the node array halves when a quarter full
-    /// (amortised O(1)), and once the heap is empty the slot table is dropped whole, new
-    /// slots starting above every generation issued so far (H4), so no old handle can
-    /// match one of them.
+    /// (amortised O(1)), and the keeper may drop its table once the heap is empty.
     fn give_back(&mut self) {
         let cap = self.nodes.capacity();
         if cap >= MIN_SHRINK && self.nodes.len() < cap / 4 {
             self.nodes.shrink_to(cap / 2);
         }
-        if self.nodes.is_empty() && self.slots.len() >= MIN_SHRINK && self.max_gen < u32::MAX - 4 {
-            self.floor = self.max_gen + self.max_gen % 2; // even, >= every generation seen
-            self.slots = Vec::new();
-            self.free = NIL;
+        if self.nodes.is_empty() {
+            self.keeper.emptied();
         }
     }
 
-    /// Restores H2 around `pos`, whose key may have moved either way.
-    fn restore(&mut self, pos: usize) {
+    /// Restores H2 around `pos`, whose key may have moved either way; returns where the
+    /// node settled.
+    fn restore(&mut self, pos: usize) -> usize {
         if pos > 0 && self.less(pos, (pos - 1) / D) {
-            self.sift_up(pos);
+            self.sift_up(pos)
         } else {
-            self.sift_down(pos);
+            self.sift_down(pos)
         }
     }
 
@@ -309,12 +371,13 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
 
     #[inline]
     fn set_pos(&mut self, pos: usize) {
-        let slot = self.nodes[pos].slot as usize;
-        self.slots[slot].pos = pos as u32;
+        let node = &self.nodes[pos];
+        self.keeper.moved(node.tag, &node.entry, pos);
     }
 
-    /// Moves the node at `pos` up while it is before its parent (Java: `siftUp`).
-    fn sift_up(&mut self, mut pos: usize) {
+    /// Moves the node at `pos` up while it is before its parent (Java: `siftUp`); returns
+    /// where it settled.
+    fn sift_up(&mut self, mut pos: usize) -> usize {
         while pos > 0 {
             let parent = (pos - 1) / D;
             if !self.less(pos, parent) {
@@ -325,10 +388,12 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
             pos = parent;
         }
         self.set_pos(pos);
+        pos
     }
 
-    /// Moves the node at `pos` down while a child is before it (Java: `siftDown`).
-    fn sift_down(&mut self, mut pos: usize) {
+    /// Moves the node at `pos` down while a child is before it (Java: `siftDown`); returns
+    /// where it settled.
+    fn sift_down(&mut self, mut pos: usize) -> usize {
         let len = self.nodes.len();
         loop {
             let first = pos * D + 1;
@@ -349,6 +414,7 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
             pos = min;
         }
         self.set_pos(pos);
+        pos
     }
 
     /// Rebuilds H2 and H1 from scratch. O(n).
@@ -363,54 +429,134 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D> {
         }
     }
 
+    /// Asserts H2 (tests call it after every mutation; the keepers add H1 and H3).
+    #[cfg(all(test, not(loom)))]
+    fn check_order(&self) {
+        for pos in 1..self.nodes.len() {
+            assert!(
+                !self.less(pos, (pos - 1) / D),
+                "H2 broken at position {pos}"
+            );
+        }
+    }
+}
+
+/// The slab keeper's operations: entries named by [`Handle`]s.
+impl<E: Ordered, const D: usize> IndexedHeap<E, D, SlotTable> {
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// Inserts `entry` and returns its handle. O(log n).
+    ///
+    /// # Panics
+    /// If the heap would hold more than `u32::MAX - 1` entries (about 4 billion; memory
+    /// runs out long before).
+    pub(crate) fn push(&mut self, entry: E) -> Handle {
+        let pos = self.insert(entry);
+        let slot = self.nodes[pos].tag;
+        Handle {
+            slot,
+            gen: self.keeper.slots[slot as usize].gen,
+        }
+    }
+
+    /// The current position of the entry `h` names, or `None` if it left the heap.
+    #[inline]
+    pub(crate) fn position(&self, h: Handle) -> Option<usize> {
+        self.keeper.position(h)
+    }
+
+    /// The entry `h` names, if it is still in the heap.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn get(&self, h: Handle) -> Option<&E> {
+        self.position(h).map(|pos| &self.nodes[pos].entry)
+    }
+
+    /// Removes the entry `h` names. O(log n); `None` for a stale handle.
+    pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
+        let pos = self.position(h)?;
+        Some(self.remove_at(pos))
+    }
+
+    /// Changes the key of the entry `h` names with `f`, then restores H2. O(log n).
+    /// Returns `false` (and does not call `f`) for a stale handle. The handle stays valid.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> bool {
+        let Some(pos) = self.position(h) else {
+            return false;
+        };
+        self.update_at(pos, f);
+        true
+    }
+
     /// Asserts H1, H2 and H3 (tests call it after every mutation).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn check_invariants(&self) {
+        self.check_order();
+        let t = &self.keeper;
         for (pos, node) in self.nodes.iter().enumerate() {
-            let slot = self.slots[node.slot as usize];
+            let slot = t.slots[node.tag as usize];
             assert_eq!(
                 slot.pos as usize, pos,
                 "H1: slot {} points elsewhere",
-                node.slot
+                node.tag
             );
             assert_eq!(
                 slot.gen % 2,
                 1,
                 "H1: slot {} of a live node is free",
-                node.slot
+                node.tag
             );
-            if pos > 0 {
-                assert!(
-                    !self.less(pos, (pos - 1) / D),
-                    "H2 broken at position {pos}"
-                );
-            }
         }
-        let occupied = self.slots.iter().filter(|s| s.gen % 2 == 1).count();
+        let occupied = t.slots.iter().filter(|s| s.gen % 2 == 1).count();
         assert_eq!(occupied, self.nodes.len(), "H3: occupied slots != len");
         let mut free = 0;
-        let mut s = self.free;
+        let mut s = t.free;
         while s != NIL {
             assert_eq!(
-                self.slots[s as usize].gen % 2,
+                t.slots[s as usize].gen % 2,
                 0,
                 "H3: occupied slot on free list"
             );
             free += 1;
-            s = self.slots[s as usize].pos;
+            s = t.slots[s as usize].pos;
         }
-        let retired = self.slots.iter().filter(|s| s.gen >= u32::MAX - 1).count();
-        assert_eq!(free + occupied + retired, self.slots.len(), "H3: slot lost");
+        let retired = t.slots.iter().filter(|s| s.gen >= u32::MAX - 1).count();
+        assert_eq!(free + occupied + retired, t.slots.len(), "H3: slot lost");
     }
 }
 
-impl<E: Ordered, const D: usize> Default for IndexedHeap<E, D> {
+/// The intrusive keeper's operations: entries find themselves by the position they hold.
+impl<E: Ordered + Indexed, const D: usize> IndexedHeap<E, D, InEntry> {
+    /// Inserts `entry`, which is told its position (H1). O(log n).
+    #[inline]
+    pub(crate) fn push_indexed(&mut self, entry: E) -> usize {
+        self.insert(entry)
+    }
+
+    /// Asserts H2 and that each entry's position is where it is (the caller reads it).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn check_indexed(&self, index_of: impl Fn(&E) -> Option<usize>) {
+        self.check_order();
+        for (pos, node) in self.nodes.iter().enumerate() {
+            assert_eq!(
+                index_of(&node.entry),
+                Some(pos),
+                "H1: an entry's own position"
+            );
+        }
+    }
+}
+
+impl<E: Ordered, const D: usize, K: Keeper<E>> Default for IndexedHeap<E, D, K> {
     fn default() -> Self {
-        Self::new()
+        Self::with_capacity(0)
     }
 }
 
-impl<E, const D: usize> fmt::Debug for IndexedHeap<E, D> {
+impl<E, const D: usize, K: Keeper<E>> fmt::Debug for IndexedHeap<E, D, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IndexedHeap")
             .field("len", &self.nodes.len())
@@ -527,7 +673,6 @@ mod tests {
         );
         assert_eq!(h.get(reused), Some(&E(9, 9)));
         assert_eq!(h.remove(Handle::NONE), None);
-        assert_eq!(Handle::from_bits(reused.to_bits()), reused);
         h.check_invariants();
     }
 
@@ -535,7 +680,7 @@ mod tests {
     fn slots_retire_instead_of_wrapping() {
         let mut h = IndexedHeap::<E, 4>::new();
         let first = h.push(E(0, 0));
-        h.slots[0].gen = u32::MAX - 2; // fast-forward: pretend the slot was reused 2^31 times
+        h.keeper.slots[0].gen = u32::MAX - 2; // fast-forward: pretend the slot was reused 2^31 times
         let live = Handle {
             slot: 0,
             gen: u32::MAX - 2,
@@ -562,7 +707,7 @@ mod tests {
             h.remove(handle).unwrap();
         }
         assert_eq!(
-            h.slots.capacity(),
+            h.keeper.slots.capacity(),
             0,
             "the slot table is dropped once empty"
         );
@@ -683,6 +828,147 @@ mod tests {
         #[test]
         fn quaternary_heap_matches_model(ops in proptest::collection::vec(op(), 0..200)) {
             run_model::<4>(ops);
+        }
+    }
+
+    /// An entry that keeps its own position (the intrusive keeper).
+    #[derive(Debug)]
+    struct Own {
+        key: E,
+        at: std::cell::Cell<Option<usize>>,
+    }
+
+    impl Ordered for std::rc::Rc<Own> {
+        fn before(&self, other: &Self) -> bool {
+            self.key < other.key
+        }
+    }
+
+    impl Indexed for std::rc::Rc<Own> {
+        fn set_index(&self, pos: Option<usize>) {
+            self.at.set(pos);
+        }
+    }
+
+    /// The intrusive keeper against the same sorted model: removal and re-keying go by the
+    /// position each entry holds, and an entry that left holds `None`.
+    fn run_indexed_model<const D: usize>(ops: Vec<Op>) {
+        use std::rc::Rc;
+        let mut heap = IndexedHeap::<Rc<Own>, D, InEntry>::with_capacity(0);
+        let mut model: Vec<E> = Vec::new();
+        let mut issued: Vec<Rc<Own>> = Vec::new();
+        let mut seq = 0;
+        let check = |heap: &IndexedHeap<Rc<Own>, D, InEntry>, model: &[E], issued: &[Rc<Own>]| {
+            heap.check_indexed(|e| e.at.get());
+            assert_eq!(heap.len(), model.len());
+            assert_eq!(heap.peek().map(|e| e.key), model.first().copied());
+            for e in issued {
+                let stored = model.contains(&e.key);
+                assert_eq!(
+                    e.at.get().is_some(),
+                    stored,
+                    "{e:?}: in the heap iff it holds a position"
+                );
+            }
+        };
+        for op in ops {
+            match op {
+                Op::Push(k) => {
+                    let e = E(u64::from(k), seq);
+                    seq += 1;
+                    let own = Rc::new(Own {
+                        key: e,
+                        at: std::cell::Cell::new(None),
+                    });
+                    let pos = heap.push_indexed(own.clone());
+                    assert_eq!(own.at.get(), Some(pos));
+                    model.insert(model.partition_point(|m| m < &e), e);
+                    issued.push(own);
+                }
+                Op::Pop => {
+                    let got = heap.pop().map(|e| e.key);
+                    let want = (!model.is_empty()).then(|| model.remove(0));
+                    assert_eq!(got, want);
+                }
+                Op::Remove(i) if !issued.is_empty() => {
+                    let target = &issued[i % issued.len()];
+                    if let Some(pos) = target.at.get() {
+                        assert!(Rc::ptr_eq(heap.get_at(pos).unwrap(), target));
+                        let got = heap.remove_at(pos);
+                        model.retain(|m| *m != got.key);
+                    } else {
+                        assert!(!model.contains(&target.key));
+                    }
+                }
+                Op::Update(i, k) if !issued.is_empty() => {
+                    // Re-keying goes through a fresh entry (keys are immutable in `Own`):
+                    // remove by position, push the new key.
+                    let target = issued[i % issued.len()].clone();
+                    if let Some(pos) = target.at.get() {
+                        let old = heap.remove_at(pos);
+                        model.retain(|m| *m != old.key);
+                        let e = E(u64::from(k), seq);
+                        seq += 1;
+                        let own = Rc::new(Own {
+                            key: e,
+                            at: std::cell::Cell::new(None),
+                        });
+                        heap.push_indexed(own.clone());
+                        model.insert(model.partition_point(|m| m < &e), e);
+                        issued.push(own);
+                    }
+                }
+                Op::Remove(_) | Op::Update(..) => {}
+            }
+            check(&heap, &model, &issued);
+        }
+        let rest: Vec<Rc<Own>> = heap.clear();
+        assert!(
+            rest.iter().all(|e| e.at.get().is_none()),
+            "cleared entries hold no position"
+        );
+    }
+
+    #[test]
+    fn indexed_update_at_moves_the_entry_and_its_position() {
+        use std::rc::Rc;
+        let mut heap = IndexedHeap::<Rc<Own>, 4, InEntry>::with_capacity(0);
+        let owns: Vec<Rc<Own>> = (0..20)
+            .map(|k| {
+                Rc::new(Own {
+                    key: E((k + 1) * 10, k),
+                    at: std::cell::Cell::new(None),
+                })
+            })
+            .collect();
+        owns.iter().for_each(|o| {
+            heap.push_indexed(o.clone());
+        });
+        // A key cannot change inside an `Rc`; `update_at`'s closure swaps the entry for
+        // one with the new key, which is what re-keying looks like from the heap.
+        let last = Rc::new(Own {
+            key: E(1, 99),
+            at: std::cell::Cell::new(None),
+        });
+        let pos = owns[19].at.get().unwrap();
+        let now = heap.update_at(pos, |e| *e = last.clone());
+        assert_eq!(now, 0, "decrease-key to the root");
+        assert_eq!(last.at.get(), Some(0));
+        heap.check_indexed(|e| e.at.get());
+        let out = heap.extract_if(|e| e.key.0 % 20 == 0);
+        assert!(out.iter().all(|e| e.at.get().is_none()));
+        heap.check_indexed(|e| e.at.get());
+    }
+
+    proptest! {
+        #[test]
+        fn indexed_binary_heap_matches_model(ops in proptest::collection::vec(op(), 0..200)) {
+            run_indexed_model::<2>(ops);
+        }
+
+        #[test]
+        fn indexed_quaternary_heap_matches_model(ops in proptest::collection::vec(op(), 0..200)) {
+            run_indexed_model::<4>(ops);
         }
     }
 }

@@ -84,64 +84,86 @@ pub use park::SpinPolicy;
 
 pub(crate) use heap::Ordered;
 
-/// Names a queued entry: a heap handle, or a ticket in the ready lane (`lane.rs`).
-/// `Copy`, never dangling: an entry that left the queue is simply not found.
+/// Names an entry of a public queue (a slab handle of its heap, `heap.rs`). `Copy`,
+/// never dangling: an entry that left the queue is simply not found. (The public queues
+/// never use the ready lane: their takers always go through the heap.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Handle(u64);
+pub(crate) struct Handle(HeapHandle);
 
-/// Set in a lane ticket's handle. A heap handle's bits (`slot << 32 | gen`) never have it:
-/// that would take 2^31 slots, a slot table of 16 GiB. Were it to happen, such an entry
-/// would only be unreachable by handle (a cancel would leave it for the taker to skip).
+/// Set in a [`Position`] that holds a lane ticket. A heap index never has it: that would
+/// take 2^63 entries.
 const LANE_BIT: u64 = 1 << 63;
 
-/// Where a handle points.
+/// Where a [`Position`] points.
 enum Place {
-    Heap(HeapHandle),
+    /// A heap index, kept exact by the store (`store.rs`).
+    HeapAt(usize),
+    /// A ticket in the ready lane (`lane.rs`).
     Lane(u64),
     Nowhere,
 }
 
-impl Handle {
-    /// A handle that matches nothing.
-    pub(crate) const NONE: Handle = Handle(u64::MAX);
-
-    fn heap(h: HeapHandle) -> Handle {
-        Handle(h.to_bits())
-    }
-
-    fn lane(ticket: u64) -> Handle {
-        Handle(ticket | LANE_BIT)
-    }
-
-    fn place(self) -> Place {
-        if self == Handle::NONE {
-            Place::Nowhere
-        } else if self.0 & LANE_BIT != 0 {
-            Place::Lane(self.0 & !LANE_BIT)
-        } else {
-            Place::Heap(HeapHandle::from_bits(self.0))
-        }
-    }
-}
-
-/// An entry's place in its queue, kept by the entry's owner (a task header) so that a
-/// removal finds the entry without a search. Only the queue reaches the handle inside,
-/// through its lock guard (I6): [`Store::push_tracked`] writes it, the `*_tracked`
-/// methods read it. A handle left behind after the entry left the queue is stale and
-/// matches nothing (H3 in `heap.rs`).
+/// An entry's place in its store, kept in the entry's owner (a task header) so that a
+/// removal finds the entry without a search: its heap index (the store rewrites it on
+/// every move, `heap.rs`'s intrusive keeper) or its lane ticket, and "nowhere" once it left.
+/// Only the store reaches the value inside, through its owner's lock guard (I6).
 #[derive(Debug)]
 pub(crate) struct Position(AtomicU64);
 
 impl Position {
+    /// "Not stored".
+    const NONE: u64 = u64::MAX;
+
     /// A position that names no entry.
     pub(crate) fn new() -> Self {
-        Position(AtomicU64::new(Handle::NONE.0))
+        Position(AtomicU64::new(Self::NONE))
+    }
+
+    /// The bits for lane ticket `ticket`.
+    #[inline]
+    fn lane(ticket: u64) -> u64 {
+        ticket | LANE_BIT
+    }
+
+    /// Decodes a position's bits.
+    #[inline]
+    fn place(bits: u64) -> Place {
+        if bits == Self::NONE {
+            Place::Nowhere
+        } else if bits & LANE_BIT != 0 {
+            Place::Lane(bits & !LANE_BIT)
+        } else {
+            Place::HeapAt(bits as usize)
+        }
     }
 }
 
 impl Default for Position {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// An entry that carries its own [`Position`]: the executor's tasks. Its store keeps the
+/// position exact while the entry is stored (`store.rs`).
+pub(crate) trait Tracked {
+    fn position(&self) -> &Position;
+}
+
+/// The test entries of the sharded queue's unit tests and loom models.
+#[cfg(test)]
+impl Tracked for TimedEntry<crate::sync::Arc<(u32, Position)>> {
+    fn position(&self) -> &Position {
+        &self.value.1
+    }
+}
+
+impl<E: Tracked> heap::Indexed for E {
+    #[inline]
+    fn set_index(&self, pos: Option<usize>) {
+        let bits = pos.map_or(Position::NONE, |p| p as u64);
+        // Relaxed: only the store writes it, under its owner's lock (I6).
+        self.position().0.store(bits, Ordering::Relaxed);
     }
 }
 

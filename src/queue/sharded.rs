@@ -81,9 +81,10 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
+use super::heap::InEntry;
 use super::park::{self, Lead, Park};
 use super::store::Store;
-use super::{wait, Handle, LockedCell, Position, SpinPolicy, Take, Timed};
+use super::{wait, LockedCell, Position, SpinPolicy, Take, Timed, Tracked};
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::sync::{unlocked, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, StatCounter};
 
@@ -101,15 +102,15 @@ const NEVER_DUE: Ticks = EMPTY - 1;
 pub(crate) const MAX_SHARDS: usize = 64;
 
 /// One shard: a store under its own mutex and its published head.
-struct Shard<E, X> {
+struct Shard<E: Tracked, X> {
     state: Mutex<ShardState<E, X>>,
     /// The head's deadline, or [`EMPTY`] (Q2).
     head: AtomicU64,
 }
 
 /// What a shard's mutex guards.
-pub(crate) struct ShardState<E, X> {
-    store: Store<E>,
+pub(crate) struct ShardState<E: Tracked, X> {
+    store: Store<E, InEntry>,
     /// The least sequence number this shard may hand out next: one more than its last
     /// (Q3).
     next_seq: u64,
@@ -130,7 +131,7 @@ struct Coord {
 }
 
 /// The sharded queue (module notes).
-pub(crate) struct ShardedQueue<E, X> {
+pub(crate) struct ShardedQueue<E: Tracked, X> {
     shards: Box<[CachePadded<Shard<E, X>>]>,
     coord: Mutex<Coord>,
     /// The leader's timed wait.
@@ -173,7 +174,7 @@ fn local_number() -> usize {
     })
 }
 
-impl<E: Timed, X> ShardedQueue<E, X> {
+impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     /// A queue of `shards` shards (rounded up to a power of two, at most [`MAX_SHARDS`]),
     /// each with its own `ext`.
     pub(crate) fn new(
@@ -553,7 +554,7 @@ impl<E: Timed, X> ShardedQueue<E, X> {
     }
 }
 
-impl<E: Timed + Send, X: Send> AdvanceListener for ShardedQueue<E, X> {
+impl<E: Timed + Tracked + Send, X: Send> AdvanceListener for ShardedQueue<E, X> {
     /// C3 (`clock.rs`): the time moved; the leader re-reads it, or with no leader one
     /// follower takes the lead of a head that may now be due.
     fn on_advance(&self) {
@@ -570,7 +571,7 @@ impl<E: Timed + Send, X: Send> AdvanceListener for ShardedQueue<E, X> {
     }
 }
 
-impl<E, X> fmt::Debug for ShardedQueue<E, X> {
+impl<E: Tracked, X> fmt::Debug for ShardedQueue<E, X> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShardedQueue")
             .field("shards", &self.shards.len())
@@ -582,14 +583,14 @@ impl<E, X> fmt::Debug for ShardedQueue<E, X> {
 /// ever passed to its own shard's guard (the task's home, T4 in `task/mod.rs`); in another
 /// shard it could name an unrelated entry. Dropping it publishes the shard's head (Q2) and then,
 /// with the lock released, sends the wake-ups the change owes (Q1, `wait_idle`).
-pub(crate) struct ShardGuard<'a, E: Timed, X> {
+pub(crate) struct ShardGuard<'a, E: Timed + Tracked, X> {
     queue: &'a ShardedQueue<E, X>,
     index: usize,
     /// `Some` until dropped.
     state: Option<MutexGuard<'a, ShardState<E, X>>>,
 }
 
-impl<E: Timed, X> ShardGuard<'_, E, X> {
+impl<E: Timed + Tracked, X> ShardGuard<'_, E, X> {
     /// This shard's number.
     #[inline]
     pub(crate) fn index(&self) -> usize {
@@ -607,12 +608,12 @@ impl<E: Timed, X> ShardGuard<'_, E, X> {
     }
 
     #[inline]
-    fn store(&self) -> &Store<E> {
+    fn store(&self) -> &Store<E, InEntry> {
         &self.state().store
     }
 
     #[inline]
-    fn store_mut(&mut self) -> &mut Store<E> {
+    fn store_mut(&mut self) -> &mut Store<E, InEntry> {
         &mut self.state_mut().store
     }
 
@@ -650,54 +651,29 @@ impl<E: Timed, X> ShardGuard<'_, E, X> {
         entry
     }
 
-    /// Inserts an entry and records its handle in its [`Position`] (I6); `due` as for
+    /// Inserts an entry; its store keeps its [`Position`] (I6). `due` as for
     /// [`Store::push_tracked`]. O(1) into the lane, O(log n) into the heap.
     #[inline]
-    pub(crate) fn push_tracked(
-        &mut self,
-        entry: E,
-        due: bool,
-        position: impl FnOnce(&E) -> &Position,
-    ) -> Handle {
-        self.store_mut().push_tracked(entry, due, position).0
+    pub(crate) fn push_tracked(&mut self, entry: E, due: bool) {
+        self.store_mut().push_tracked(entry, due);
     }
 
-    /// The handle a [`Position`] holds (I6).
-    #[inline]
-    pub(crate) fn handle_at(&self, position: &Position) -> Handle {
-        self.store().handle_at(position)
-    }
-
-    /// Removes the entry at `position`, if it is queued in this shard.
+    /// Removes the entry that owns `position`, if it is queued in this shard.
     #[inline]
     pub(crate) fn remove_tracked(&mut self, position: &Position) -> Option<E> {
-        let h = self.handle_at(position);
-        self.remove(h)
+        self.store_mut().remove_tracked(position).0
     }
 
-    /// Removes the entry `h` names, if it is queued in this shard.
+    /// Re-keys the entry that owns `position` (see [`Store::update_tracked`]); `false`
+    /// if it is not queued in this shard.
+    pub(crate) fn update_tracked(&mut self, position: &Position, f: impl FnOnce(&mut E)) -> bool {
+        self.store_mut().update_tracked(position, f).is_some()
+    }
+
+    /// `true` if the entry that owns `position` is queued in this shard.
     #[inline]
-    pub(crate) fn remove(&mut self, h: Handle) -> Option<E> {
-        self.store_mut().remove(h).0
-    }
-
-    /// Re-keys the entry at `position` (see [`Store::update_tracked`]); `false` if it is
-    /// not queued in this shard.
-    pub(crate) fn update_tracked(
-        &mut self,
-        position: &Position,
-        f: impl FnOnce(&mut E),
-        position_of: impl FnOnce(&E) -> &Position,
-    ) -> bool {
-        self.store_mut()
-            .update_tracked(position, f, position_of)
-            .is_some()
-    }
-
-    /// `true` if the entry `h` names is queued in this shard.
-    #[inline]
-    pub(crate) fn contains(&self, h: Handle) -> bool {
-        self.store().contains(h)
+    pub(crate) fn contains_tracked(&self, position: &Position) -> bool {
+        self.store().contains_tracked(position)
     }
 
     /// Replaces the value of a [`LockedCell`] guarded by this shard (I6).
@@ -728,7 +704,7 @@ enum Owed {
     Idle,
 }
 
-impl<E: Timed, X> ShardGuard<'_, E, X> {
+impl<E: Timed + Tracked, X> ShardGuard<'_, E, X> {
     /// Publishes the shard's head (Q2) and releases the lock; returns the wake-up owed.
     fn release(&mut self) -> Owed {
         let Some(state) = self.state.take() else {
@@ -755,7 +731,7 @@ impl<E: Timed, X> ShardGuard<'_, E, X> {
     }
 }
 
-impl<E: Timed, X> ShardedQueue<E, X> {
+impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     /// Sends a wake-up a released shard owes. Call with no shard locked, and without the
     /// coordinator unless `owed` is `Nothing` (lock order, module notes).
     #[inline]
@@ -773,7 +749,7 @@ impl<E: Timed, X> ShardedQueue<E, X> {
     }
 }
 
-impl<E: Timed, X> Drop for ShardGuard<'_, E, X> {
+impl<E: Timed + Tracked, X> Drop for ShardGuard<'_, E, X> {
     fn drop(&mut self) {
         let owed = self.release();
         self.queue.send(owed);
@@ -783,11 +759,11 @@ impl<E: Timed, X> Drop for ShardGuard<'_, E, X> {
 /// Every shard locked, in index order. Dropping it releases every shard before it sends
 /// any wake-up (lock order). A thread holding the coordinator may use it only to read:
 /// a change would owe a wake-up that needs the coordinator.
-pub(crate) struct AllShards<'a, E: Timed, X> {
+pub(crate) struct AllShards<'a, E: Timed + Tracked, X> {
     guards: Vec<ShardGuard<'a, E, X>>,
 }
 
-impl<E: Timed, X> Drop for AllShards<'_, E, X> {
+impl<E: Timed + Tracked, X> Drop for AllShards<'_, E, X> {
     fn drop(&mut self) {
         let owed: Vec<Owed> = self.guards.iter_mut().map(ShardGuard::release).collect();
         if let Some(g) = self.guards.first() {
@@ -799,7 +775,7 @@ impl<E: Timed, X> Drop for AllShards<'_, E, X> {
     }
 }
 
-impl<'a, E: Timed, X> AllShards<'a, E, X> {
+impl<'a, E: Timed + Tracked, X> AllShards<'a, E, X> {
     /// Entries queued.
     pub(crate) fn len(&self) -> usize {
         self.guards.iter().map(ShardGuard::len).sum()
@@ -891,7 +867,6 @@ mod tests {
                 value: value.clone(),
             },
             false,
-            |e| &e.value.1,
         );
         value
     }
@@ -951,14 +926,10 @@ mod tests {
         assert_eq!(q.lock(0).remove_tracked(&a.1).map(|e| e.value.0), Some(1));
         let mut g = q.lock(1);
         let seq = g.next_seq(None);
-        assert!(g.update_tracked(
-            &b.1,
-            |e| {
-                e.deadline = 5 * MS;
-                e.seq = seq;
-            },
-            |e| &e.value.1,
-        ));
+        assert!(g.update_tracked(&b.1, |e| {
+            e.deadline = 5 * MS;
+            e.seq = seq;
+        },));
         drop(g);
         c.advance(Duration::from_millis(5));
         assert_eq!(take(&q), 2);
@@ -1078,7 +1049,6 @@ mod tests {
                         g.push_tracked(
                             TimedEntry { deadline, seq, value },
                             due,
-                            |e| &e.value.1,
                         );
                         model.push((deadline, seq, id));
                     }
@@ -1118,7 +1088,6 @@ mod tests {
                                 e.deadline = deadline;
                                 e.seq = seq;
                             },
-                            |e| &e.value.1,
                         );
                         let at = model.iter().position(|m| m.2 == target.0);
                         proptest::prop_assert_eq!(moved, at.is_some());

@@ -1,11 +1,18 @@
-//! `Store`: the heap and the ready lane side by side, with entries named by [`Handle`]s
-//! and tracked through [`Position`]s. No locks, no clock, no waiting: the blocking queue
-//! (`queue/mod.rs`) keeps one store under its lock, the sharded queue (`sharded.rs`) one
-//! per shard. Each mutation says whether the head may have changed, so the owner decides
-//! whom to wake (I5 in `queue/mod.rs`).
+//! `Store`: the heap and the ready lane side by side. No locks, no clock, no waiting: the
+//! blocking queue (`queue/mod.rs`) keeps one store under its lock, the sharded queue
+//! (`sharded.rs`) one per shard. Each mutation says whether the head may have changed, so
+//! the owner decides whom to wake (I5 in `queue/mod.rs`).
+//!
+//! Entries are found again in one of two ways, chosen by the heap's keeper (`heap.rs`):
+//! - `Store<E, SlotTable>` (the public queues): by [`Handle`]s, which a push returns.
+//! - `Store<E, InEntry>` (the executor): by the [`Position`] each entry carries
+//!   ([`Tracked`]). The store writes an entry's place (heap index or lane ticket) into it
+//!   on every move and clears it when the entry leaves, so the position is exact while
+//!   the entry is stored (H1); a lookup also checks that the entry it finds is the one
+//!   that owns the position.
 //!
 //! # Invariants
-//! The heap's H1–H3 (`heap.rs`), the lane's L1–L4 (`lane.rs`), and I7: the lane holds
+//! The heap's H1–H4 (`heap.rs`), the lane's L1–L4 (`lane.rs`), and I7: the lane holds
 //! only entries that were due when queued, in order, and the head is the earlier of the
 //! lane's front and the heap's root, so entries leave in exactly the order a heap alone
 //! would give.
@@ -17,20 +24,40 @@
 
 use crate::sync::Ordering;
 
-use super::heap::{Handle as HeapHandle, IndexedHeap};
+use super::heap::{InEntry, IndexedHeap, Keeper, SlotTable, DEFAULT_ARITY};
 use super::lane::Lane;
-use super::{Handle, LockedCell, Place, Position, Timed};
+use super::{Handle, LockedCell, Place, Position, Timed, Tracked};
 use crate::clock::Ticks;
 
+/// What a store tells its entries about the lane (the heap tells its keeper itself).
+pub(crate) trait LaneKeeper<E>: Keeper<E> {
+    /// `entry` is now in the lane under `ticket`, or (`None`) left the store.
+    fn in_lane(entry: &E, ticket: Option<u64>);
+}
+
+impl<E> LaneKeeper<E> for SlotTable {
+    #[inline]
+    fn in_lane(_: &E, _: Option<u64>) {}
+}
+
+impl<E: Tracked> LaneKeeper<E> for InEntry {
+    #[inline]
+    fn in_lane(entry: &E, ticket: Option<u64>) {
+        let bits = ticket.map_or(Position::NONE, Position::lane);
+        // Relaxed: under the owner's lock (I6).
+        entry.position().0.store(bits, Ordering::Relaxed);
+    }
+}
+
 /// The heap and the ready lane (module notes).
-pub(crate) struct Store<E> {
+pub(crate) struct Store<E, K: Keeper<E> = SlotTable> {
     /// Pending entries, first out at the root (H1–H3).
-    heap: IndexedHeap<E>,
+    heap: IndexedHeap<E, DEFAULT_ARITY, K>,
     /// Entries that were due when queued, in order (`lane.rs`, I7).
     lane: Lane<E>,
 }
 
-impl<E: Timed> Store<E> {
+impl<E: Timed, K: LaneKeeper<E>> Store<E, K> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Store {
             heap: IndexedHeap::with_capacity(capacity),
@@ -64,7 +91,11 @@ impl<E: Timed> Store<E> {
         if from_heap {
             self.heap.pop()
         } else {
-            self.lane.pop()
+            let entry = self.lane.pop();
+            if let Some(e) = &entry {
+                K::in_lane(e, None);
+            }
+            entry
         }
     }
 
@@ -79,119 +110,10 @@ impl<E: Timed> Store<E> {
         self.heap.is_empty() && self.lane.is_empty()
     }
 
-    /// Inserts an entry into the heap; `true` if it became the head. O(log n).
-    #[inline]
-    pub(crate) fn push(&mut self, entry: E) -> (Handle, bool) {
-        let (h, head) = self.push_heap(entry);
-        (Handle::heap(h), head)
-    }
-
-    #[inline]
-    fn push_heap(&mut self, entry: E) -> (HeapHandle, bool) {
-        let h = self.heap.push(entry);
-        let head = self.heap.position(h) == Some(0) && {
-            let root = self.heap.peek().expect("just pushed");
-            self.lane.peek().is_none_or(|l| !l.before(root))
-        };
-        (h, head)
-    }
-
-    /// Inserts an entry and records its handle in the [`Position`] that `position` finds
-    /// in it (I6); `true` if it became the head. With `due` (the caller read the clock and
-    /// the entry's deadline is not after it), the entry goes into the ready lane when that
-    /// keeps the lane in order: O(1); else into the heap: O(log n).
-    #[inline]
-    pub(crate) fn push_tracked(
-        &mut self,
-        entry: E,
-        due: bool,
-        position: impl FnOnce(&E) -> &Position,
-    ) -> (Handle, bool) {
-        let (handle, head, stored) = if due && self.lane.accepts(&entry) {
-            let head = self.lane.is_empty() && self.heap.peek().is_none_or(|h| !h.before(&entry));
-            let ticket = self.lane.push(entry);
-            (Handle::lane(ticket), head, self.lane.get(ticket))
-        } else {
-            let (h, head) = self.push_heap(entry);
-            (Handle::heap(h), head, self.heap.get(h))
-        };
-        if let Some(entry) = stored {
-            // Relaxed: under the owner's lock (I6).
-            position(entry).0.store(handle.0, Ordering::Relaxed);
-        }
-        (handle, head)
-    }
-
-    /// The handle a [`Position`] holds (I6).
-    #[inline]
-    pub(crate) fn handle_at(&self, position: &Position) -> Handle {
-        // Relaxed: under the owner's lock (I6).
-        Handle(position.0.load(Ordering::Relaxed))
-    }
-
-    /// Replaces the value of a [`LockedCell`] and returns the old one (I6).
-    #[inline]
-    pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {
-        // Relaxed: under the owner's lock (I6).
-        cell.0.swap(value, Ordering::Relaxed)
-    }
-
-    /// Removes the entry `h` names. Returns it and whether a head that was not yet due
-    /// left (the heap's root; lane entries are due, I5). O(log n) in the heap, O(1) in
-    /// the lane.
-    #[inline]
-    pub(crate) fn remove(&mut self, h: Handle) -> (Option<E>, bool) {
-        match h.place() {
-            Place::Heap(h) => {
-                let Some(at) = self.heap.position(h) else {
-                    return (None, false);
-                };
-                (self.heap.remove(h), at == 0)
-            }
-            Place::Lane(ticket) => (self.lane.remove(ticket), false),
-            Place::Nowhere => (None, false),
-        }
-    }
-
-    /// Changes the key of the entry at `position` and keeps `position` naming it
-    /// (`position_of` finds it in the entry). An entry in the lane moves to the heap.
-    /// Returns `None` if the entry is not stored, else whether the head may have changed.
-    /// O(log n).
-    pub(crate) fn update_tracked(
-        &mut self,
-        position: &Position,
-        f: impl FnOnce(&mut E),
-        position_of: impl FnOnce(&E) -> &Position,
-    ) -> Option<bool> {
-        match self.handle_at(position).place() {
-            Place::Heap(h) => {
-                let old = self.heap.position(h)?;
-                self.heap.update(h, f);
-                Some(old == 0 || self.heap.position(h) == Some(0))
-            }
-            Place::Lane(ticket) => {
-                let mut entry = self.lane.remove(ticket)?;
-                f(&mut entry);
-                self.push_tracked(entry, false, position_of);
-                Some(true)
-            }
-            Place::Nowhere => None,
-        }
-    }
-
-    /// `true` if the entry `h` names is stored.
-    #[inline]
-    pub(crate) fn contains(&self, h: Handle) -> bool {
-        match h.place() {
-            Place::Heap(h) => self.heap.position(h).is_some(),
-            Place::Lane(ticket) => self.lane.get(ticket).is_some(),
-            Place::Nowhere => false,
-        }
-    }
-
     /// Removes every entry `remove` selects.
     pub(crate) fn extract_if(&mut self, mut remove: impl FnMut(&E) -> bool) -> Vec<E> {
         let mut out = self.lane.extract_if(&mut remove);
+        out.iter().for_each(|e| K::in_lane(e, None));
         out.extend(self.heap.extract_if(remove));
         out
     }
@@ -199,6 +121,7 @@ impl<E: Timed> Store<E> {
     /// Removes everything (entries in no particular order).
     pub(crate) fn clear(&mut self) -> Vec<E> {
         let mut out = self.lane.clear();
+        out.iter().for_each(|e| K::in_lane(e, None));
         out.extend(self.heap.clear());
         out
     }
@@ -212,10 +135,139 @@ impl<E: Timed> Store<E> {
         out
     }
 
-    /// Asserts H1–H3 and L1–L2 (tests).
+    /// Replaces the value of a [`LockedCell`] and returns the old one (I6).
+    #[inline]
+    pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {
+        // Relaxed: under the owner's lock (I6).
+        cell.0.swap(value, Ordering::Relaxed)
+    }
+
+    /// `true` if the heap's root is `entry` (the head, unless the lane's front is earlier).
+    #[inline]
+    fn heap_head_is(&self, entry: &E) -> bool {
+        self.lane.peek().is_none_or(|l| !l.before(entry))
+    }
+}
+
+/// The public queues' store: entries named by [`Handle`]s.
+impl<E: Timed> Store<E, SlotTable> {
+    /// Inserts an entry into the heap; `true` if it became the head. O(log n).
+    #[inline]
+    pub(crate) fn push(&mut self, entry: E) -> (Handle, bool) {
+        let h = self.heap.push(entry);
+        let head = self.heap.position(h) == Some(0)
+            && self.heap_head_is(self.heap.peek().expect("just pushed"));
+        (Handle(h), head)
+    }
+
+    /// Removes the entry `h` names. Returns it and whether it was the head. O(log n).
+    #[inline]
+    pub(crate) fn remove(&mut self, h: Handle) -> (Option<E>, bool) {
+        let Some(at) = self.heap.position(h.0) else {
+            return (None, false);
+        };
+        (self.heap.remove(h.0), at == 0)
+    }
+}
+
+/// Where a tracked entry's [`Position`] says it is.
+enum At {
+    Heap(usize),
+    Lane(u64),
+    Nowhere,
+}
+
+/// The executor's store: entries carry their own [`Position`] ([`Tracked`]).
+impl<E: Timed + Tracked> Store<E, InEntry> {
+    /// Inserts an entry and records its place in its [`Position`] (I6); `true` if it
+    /// became the head. With `due` (the caller read the clock and the entry's deadline is
+    /// not after it), the entry goes into the ready lane when that keeps the lane in
+    /// order: O(1); else into the heap: O(log n).
+    #[inline]
+    pub(crate) fn push_tracked(&mut self, entry: E, due: bool) -> bool {
+        if due && self.lane.accepts(&entry) {
+            let head = self.lane.is_empty() && self.heap.peek().is_none_or(|h| !h.before(&entry));
+            let ticket = self.lane.push(entry);
+            if let Some(e) = self.lane.get(ticket) {
+                InEntry::in_lane(e, Some(ticket));
+            }
+            head
+        } else {
+            let pos = self.heap.push_indexed(entry);
+            pos == 0 && self.heap_head_is(self.heap.peek().expect("just pushed"))
+        }
+    }
+
+    /// Where `position` says its entry is, if that entry is stored here: the place is
+    /// checked against the entry found there (it must own `position`).
+    #[inline]
+    fn find(&self, position: &Position) -> At {
+        let owns = |e: &E| std::ptr::eq(e.position(), position);
+        // Relaxed: under the owner's lock (I6).
+        match Position::place(position.0.load(Ordering::Relaxed)) {
+            Place::Lane(ticket) if self.lane.get(ticket).is_some_and(owns) => At::Lane(ticket),
+            Place::Lane(_) | Place::Nowhere => At::Nowhere,
+            Place::HeapAt(pos) if self.heap.get_at(pos).is_some_and(owns) => At::Heap(pos),
+            Place::HeapAt(_) => At::Nowhere,
+        }
+    }
+
+    /// `true` if the entry that owns `position` is stored here.
+    #[inline]
+    pub(crate) fn contains_tracked(&self, position: &Position) -> bool {
+        !matches!(self.find(position), At::Nowhere)
+    }
+
+    /// Removes the entry that owns `position`. Returns it and whether a head that was not
+    /// yet due left (the heap's root; lane entries are due, I5). O(log n) in the heap,
+    /// O(1) in the lane.
+    #[inline]
+    pub(crate) fn remove_tracked(&mut self, position: &Position) -> (Option<E>, bool) {
+        match self.find(position) {
+            At::Heap(pos) => (Some(self.heap.remove_at(pos)), pos == 0),
+            At::Lane(ticket) => {
+                let entry = self.lane.remove(ticket);
+                if let Some(e) = &entry {
+                    InEntry::in_lane(e, None);
+                }
+                (entry, false)
+            }
+            At::Nowhere => (None, false),
+        }
+    }
+
+    /// Changes the key of the entry that owns `position`; its position follows it. An
+    /// entry in the lane moves to the heap. Returns `None` if the entry is not stored,
+    /// else whether the head may have changed. O(log n).
+    pub(crate) fn update_tracked(
+        &mut self,
+        position: &Position,
+        f: impl FnOnce(&mut E),
+    ) -> Option<bool> {
+        match self.find(position) {
+            At::Heap(pos) => {
+                let now = self.heap.update_at(pos, f);
+                Some(pos == 0 || now == 0)
+            }
+            At::Lane(ticket) => {
+                let mut entry = self.lane.remove(ticket)?;
+                f(&mut entry);
+                self.push_tracked(entry, false);
+                Some(true)
+            }
+            At::Nowhere => None,
+        }
+    }
+
+    /// Asserts H1–H2, L1–L2 and that every entry's position names it (tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn check_invariants(&self) {
         self.lane.check_invariants();
-        self.heap.check_invariants();
+        self.heap.check_indexed(|e| {
+            match Position::place(e.position().0.load(Ordering::Relaxed)) {
+                Place::HeapAt(pos) => Some(pos),
+                _ => None,
+            }
+        });
     }
 }
