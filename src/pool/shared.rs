@@ -340,7 +340,7 @@ impl Shared {
         let deadline = job.header().deadline();
         let due = now.is_some_and(|now| deadline <= now);
         let seq = q.next_seq(now);
-        job.header().number(seq, q.index()); // the task's home shard from now on (T4)
+        job.header().settle(q.index()); // the task's home shard from now on (T4)
         q.ext().submitted += 1; // counted in the critical section that accepts it
                                 // A copy to take the task back by if the worker cannot be started (E1): only
                                 // when one is to be started, so the common path counts no reference.
@@ -391,8 +391,13 @@ impl Shared {
             state::SCHEDULED | state::RUNNING
                 if header.is_periodic() && self.control.load().run_state() != RunState::Stop =>
             {
-                q.replace(&header.rescheduled, at); // T4: read back by `requeue` under the lock
-                true
+                match job.rescheduled() {
+                    Some(cell) => {
+                        q.replace(cell, at); // T4: read back by `requeue` under the lock
+                        true
+                    }
+                    None => false,
+                }
             }
             _ => false,
         }
@@ -504,7 +509,10 @@ impl Shared {
                 Requeued::Dropped
             };
         }
-        let next = match q.replace(&header.rescheduled, NO_DEADLINE) {
+        let rescheduled = job
+            .rescheduled()
+            .map_or(NO_DEADLINE, |c| q.replace(c, NO_DEADLINE));
+        let next = match rescheduled {
             NO_DEADLINE => next,
             at => {
                 header.set_deadline(at);

@@ -22,15 +22,22 @@
 //!   holding the stage's lock. A canceller takes whatever is in the stage after its own
 //!   exchange, in the critical section that stores `Cancelled`. So exactly one thread
 //!   drops the closure, and a cancelled task never keeps it.
-//! - T4: `Header::position` and `Header::rescheduled` are read and written only under the
-//!   lock of the task's home shard (`Header::home`, `queue/sharded.rs`); their types (`queue::Position`, `queue::LockedCell`) make that a
-//!   fact: only a `queue::Locked` guard reaches their contents (I6 in `queue/mod.rs`).
+//! - T4: `Header::position` and a periodic task's `rescheduled` cell are read and written
+//!   only under the lock of the task's home shard (`Header::home`, `queue/sharded.rs`);
+//!   their types (`queue::Position`, `queue::LockedCell`) make that a fact: only the
+//!   shard's store, through its guard, reaches their contents (I6 in `queue/mod.rs`).
 //!
 //! # Ordering
 //! The state word's orderings are in `state.rs`. `deadline` is `Relaxed`: it is written by
 //! whoever owns the task's schedule at that moment (the submitter before publishing it,
 //! the running worker, `reschedule` under its home shard's lock) and read only for reporting.
 //! `position` and `rescheduled` are ordered by the home shard's lock (T4).
+//!
+//! # Memory
+//! A one-shot with a zero-sized closure is one 88-byte `Arc` block (a 96-byte malloc
+//! chunk): the two reference counts, this 24-byte header and the 48-byte completion. The
+//! header holds only what every task needs; what only periodic tasks need (`rescheduled`)
+//! lives in [`PeriodicTask`], and a task's number for logs is its address.
 
 mod completion;
 mod once;
@@ -59,34 +66,24 @@ pub(crate) struct Header {
     state: TaskState,
     /// `true` for every schedule but a one-shot: a running periodic task is cancellable.
     periodic: bool,
-    /// The executor queue's shard the task lives in (`queue/sharded.rs`): set at its
-    /// first queueing, under that shard's lock, and never changed, so `position` and
-    /// `rescheduled` always belong to one lock (T4). `Relaxed`: whoever reads it got the
-    /// task through that queueing (the submitter's future, a worker's take under the
-    /// shard's lock), which orders the store before the load.
+    /// The executor queue's shard the task lives in (`queue/sharded.rs`), [`NO_HOME`]
+    /// before its first queueing: set then, under that shard's lock, and never changed, so
+    /// `position` and `rescheduled` always belong to one lock (T4). `Relaxed`: whoever
+    /// reads it got the task through that queueing (the submitter's future, a worker's
+    /// take under the shard's lock), which orders the store before the load.
     home: AtomicU8,
-    /// The task's number for logs and spans: the FIFO sequence number of its first
-    /// queueing, [`NO_ID`] before. Written once, under its shard's lock, by the submission
-    /// that queues it; `Relaxed`: reporting only. On the real clock it is the submission's
-    /// time in nanoseconds (`queue/sharded.rs`, Q3): unique within a shard, so two tasks
-    /// share a number only if two threads queued them in the same nanosecond.
-    id: AtomicU64,
     /// The current run's deadline, then the next one (`ScheduledFuture::deadline`). Written by
     /// the thread that owns the task's schedule at that moment (the submitter, the running
     /// worker, or `reschedule` under the home shard's lock); `Relaxed` reads only report it.
     deadline: AtomicU64,
     /// The task's place in the queue while it is queued (T4).
     pub(crate) position: Position,
-    /// A deadline set by `reschedule` while a periodic task was out of the queue (running),
-    /// used instead of its rule's next deadline when it is re-queued; [`NO_DEADLINE`] if
-    /// none. Under the home shard's lock, like `position` (T4).
-    pub(crate) rescheduled: LockedCell,
 }
 
-/// "Not queued yet" in `Header::id`.
-pub(crate) const NO_ID: u64 = u64::MAX;
+/// "Not queued yet" in `Header::home` (shards number at most `queue::sharded::MAX_SHARDS`).
+const NO_HOME: u8 = u8::MAX;
 
-/// "No deadline" in `Header::rescheduled`.
+/// "No deadline" in a periodic task's `rescheduled` cell.
 pub(crate) const NO_DEADLINE: u64 = u64::MAX;
 
 impl Header {
@@ -94,35 +91,38 @@ impl Header {
         Header {
             state: TaskState::new(),
             periodic,
-            home: AtomicU8::new(0),
-            id: AtomicU64::new(NO_ID),
+            home: AtomicU8::new(NO_HOME),
             deadline: AtomicU64::new(deadline),
             position: Position::new(),
-            rescheduled: LockedCell::new(NO_DEADLINE),
         }
     }
 
-    /// The task's number for logs ([`NO_ID`] if it was never queued).
+    /// The task's number for logs and spans: its address, unique among live tasks (a
+    /// number is reused only after its task is freed).
     #[inline]
     pub(crate) fn id(&self) -> u64 {
-        self.id.load(Ordering::Relaxed)
+        std::ptr::from_ref(self) as usize as u64
     }
 
-    /// Numbers the task and fixes its home shard at its first queueing (later calls keep
-    /// the first number and home).
+    /// Fixes the task's home shard at its first queueing (later calls keep the first).
     #[inline]
-    pub(crate) fn number(&self, seq: u64, home: usize) {
-        if self.id() == NO_ID {
-            self.id.store(seq, Ordering::Relaxed);
-            debug_assert!(home < 256, "queue::sharded::MAX_SHARDS fits a u8");
+    pub(crate) fn settle(&self, home: usize) {
+        if self.home.load(Ordering::Relaxed) == NO_HOME {
+            debug_assert!(
+                home < usize::from(NO_HOME),
+                "queue::sharded::MAX_SHARDS fits below NO_HOME"
+            );
             self.home.store(home as u8, Ordering::Relaxed);
         }
     }
 
-    /// The task's home shard (0 before its first queueing).
+    /// The task's home shard (0 before its first queueing, when no shard holds it).
     #[inline]
     pub(crate) fn home(&self) -> usize {
-        usize::from(self.home.load(Ordering::Relaxed))
+        match self.home.load(Ordering::Relaxed) {
+            NO_HOME => 0,
+            h => usize::from(h),
+        }
     }
 
     /// The current state (`state.rs`).
@@ -204,6 +204,12 @@ impl RunReport {
 /// A task as the queue and the workers see it.
 pub(crate) trait Job: Send + Sync {
     fn header(&self) -> &Header;
+
+    /// A periodic task's `rescheduled` cell (T4); `None` for a one-shot, which is never
+    /// re-queued.
+    fn rescheduled(&self) -> Option<&LockedCell> {
+        None
+    }
 
     /// When the task runs (the `kind` of its `task` span).
     fn schedule(&self) -> &Schedule;

@@ -5,10 +5,12 @@
 //! of the closure happen under the stage's lock (T3, K3 in `completion.rs`).
 
 use super::state;
+use super::NO_DEADLINE;
 use super::{count_run, drop_quietly, Completion, Header, Job, Outcome, RunReport, TypedJob};
 use crate::clock::{self, Clock, Ticks};
 use crate::error::{run_caught, TaskError};
 use crate::periodic::{Limits, OnPanic, RunTimes, Schedule};
+use crate::queue::LockedCell;
 use crate::stats::Counters;
 
 /// The closure of a periodic task and its run count, kept together in the stage (T3).
@@ -20,6 +22,10 @@ struct Body<F> {
 /// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
 pub(crate) struct PeriodicTask<F> {
     header: Header,
+    /// A deadline set by `reschedule` while the task was out of the queue (running),
+    /// used instead of its rule's next deadline when it is re-queued; [`NO_DEADLINE`] if
+    /// none. Under the home shard's lock, like `Header::position` (T4).
+    rescheduled: LockedCell,
     schedule: Schedule,
     limits: Limits,
     /// The closure while SCHEDULED (T3), then the outcome.
@@ -34,6 +40,7 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
         );
         PeriodicTask {
             header: Header::new(true, deadline),
+            rescheduled: LockedCell::new(NO_DEADLINE),
             schedule,
             limits,
             done: Completion::new(Body { f, runs: 0 }),
@@ -160,6 +167,10 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
 impl<F: FnMut() + Send + 'static> Job for PeriodicTask<F> {
     fn header(&self) -> &Header {
         &self.header
+    }
+
+    fn rescheduled(&self) -> Option<&LockedCell> {
+        Some(&self.rescheduled)
     }
 
     fn schedule(&self) -> &Schedule {
