@@ -1,0 +1,290 @@
+//! Unit tests of `sharded.rs`.
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::queue::TimedEntry;
+use crate::sync::Arc;
+use std::time::Duration;
+
+type Entry = TimedEntry<Arc<(u32, Position)>>;
+type Q = ShardedQueue<Entry, ()>;
+const MS: Ticks = 1_000_000;
+
+fn manual(shards: usize) -> (ManualClock, Arc<Q>) {
+    let c = ManualClock::new();
+    let q = Arc::new(Q::new(
+        Clock::Manual(c.clone()),
+        shards,
+        SpinPolicy::Adaptive,
+        || (),
+    ));
+    let weak = Arc::downgrade(&q);
+    Clock::Manual(c.clone()).register(weak);
+    (c, q)
+}
+
+fn offer(q: &Q, shard: usize, deadline: Ticks, v: u32) -> Arc<(u32, Position)> {
+    let value = Arc::new((v, Position::new()));
+    let mut g = q.lock(shard);
+    let seq = g.next_seq(None);
+    g.push_tracked(
+        TimedEntry {
+            deadline,
+            seq,
+            value: value.clone(),
+        },
+        false,
+    );
+    value
+}
+
+fn take(q: &Q) -> u32 {
+    match q.take(None, |_| false) {
+        Take::Item(e, _) => {
+            q.finished();
+            e.value.0
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn deadline_then_fifo_order_across_shards() {
+    let (c, q) = manual(4);
+    // Equal deadlines in different shards come out by sequence (Q3).
+    for (shard, d, v) in [(0, 30, 0), (1, 10, 1), (2, 20, 2), (3, 10, 3), (0, 10, 4)] {
+        offer(&q, shard, d * MS, v);
+    }
+    c.advance(Duration::from_millis(30));
+    assert_eq!(
+        (0..5).map(|_| take(&q)).collect::<Vec<_>>(),
+        vec![1, 3, 4, 2, 0]
+    );
+    assert_eq!(q.len(), 0);
+}
+
+#[test]
+fn a_push_into_another_shard_wakes_the_leader() {
+    let (c, q) = manual(2);
+    offer(&q, 0, 100 * MS, 1);
+    let q2 = q.clone();
+    let taker = std::thread::spawn(move || take(&q2));
+    wait_for(|| q.coord.lock().leader);
+    offer(&q, 1, 10 * MS, 2); // an earlier head in the other shard: the leader re-arms
+    c.advance(Duration::from_millis(10));
+    assert_eq!(taker.join().unwrap(), 2);
+}
+
+#[test]
+fn a_push_into_an_empty_queue_wakes_a_follower() {
+    let (_c, q) = manual(2);
+    let q2 = q.clone();
+    let taker = std::thread::spawn(move || take(&q2));
+    wait_for(|| q.coord.lock().followers == 1);
+    offer(&q, 1, 0, 7);
+    assert_eq!(taker.join().unwrap(), 7);
+}
+
+#[test]
+fn removal_and_rekeying_stay_in_the_home_shard() {
+    let (c, q) = manual(2);
+    let a = offer(&q, 0, 50 * MS, 1);
+    let b = offer(&q, 1, 60 * MS, 2);
+    assert_eq!(q.lock(0).remove_tracked(&a.1).map(|e| e.value.0), Some(1));
+    let mut g = q.lock(1);
+    let seq = g.next_seq(None);
+    assert!(g.update_tracked(&b.1, |e| {
+        e.deadline = 5 * MS;
+        e.seq = seq;
+    },));
+    drop(g);
+    c.advance(Duration::from_millis(5));
+    assert_eq!(take(&q), 2);
+    assert!(q.is_empty_hint());
+}
+
+#[test]
+fn wait_idle_waits_for_due_entries_and_active_takes() {
+    let (c, q) = manual(2);
+    assert!(q.wait_idle(None));
+    offer(&q, 1, 0, 1);
+    assert!(!q.wait_idle(Some(Instant::now() + Duration::from_millis(10))));
+    let e = q.lock(1).poll().expect("due");
+    assert_eq!(q.active(), 1);
+    let q2 = q.clone();
+    let waiter = std::thread::spawn(move || q2.wait_idle(None));
+    wait_for(|| q.idle_waiters.load(Ordering::Acquire) == 1);
+    q.finished();
+    assert!(waiter.join().unwrap());
+    drop((e, c));
+}
+
+#[test]
+fn timed_take_times_out_and_stop_stops() {
+    let (_c, q) = manual(2);
+    offer(&q, 0, 3_600_000 * MS, 1);
+    let until = Instant::now() + Duration::from_millis(20);
+    assert!(matches!(q.take(Some(until), |_| false), Take::TimedOut));
+    assert!(Instant::now() >= until);
+    assert!(matches!(q.take(None, |empty| !empty), Take::Stopped));
+}
+
+#[test]
+fn real_clock_leader_wakes_at_the_deadline() {
+    let q = Q::new(Clock::real(), 2, SpinPolicy::Adaptive, || ());
+    let at = q.clock().deadline_after(Duration::from_millis(15));
+    offer(&q, 1, at, 9);
+    assert_eq!(take(&q), 9);
+    assert!(q.clock().now() >= at, "never early");
+}
+
+#[test]
+fn a_head_that_is_never_due_does_not_look_empty() {
+    let (c, q) = manual(2);
+    offer(&q, 1, crate::clock::NEVER, 1);
+    assert!(!q.is_empty_hint(), "Q2: published as NEVER_DUE, not EMPTY");
+    c.advance(Duration::MAX);
+    let until = Instant::now() + Duration::from_millis(5);
+    assert!(matches!(q.take(Some(until), |_| false), Take::TimedOut));
+    assert_eq!(q.len(), 1);
+}
+
+#[test]
+fn drain_sorted_merges_the_shards() {
+    let (_c, q) = manual(4);
+    for (shard, d, v) in [(3, 5, 0), (0, 1, 1), (2, 5, 2), (1, 0, 3)] {
+        offer(&q, shard, d, v);
+    }
+    let got: Vec<u32> = q
+        .lock_all()
+        .drain_sorted()
+        .into_iter()
+        .map(|e| e.value.0)
+        .collect();
+    assert_eq!(got, vec![3, 1, 0, 2]);
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Offer `delay` ms ahead into `shard`; `hint`: offer a zero delay as due (the lane).
+    Push {
+        delay: u64,
+        hint: bool,
+        shard: usize,
+    },
+    Advance(u64),
+    Poll,
+    Remove(usize),
+    Update(usize, u64),
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0..3u64, any::<bool>(), 0..4usize)
+            .prop_map(|(delay, hint, shard)| Op::Push { delay, hint, shard }),
+        1 => (0..3u64).prop_map(Op::Advance),
+        3 => Just(Op::Poll),
+        2 => any::<usize>().prop_map(Op::Remove),
+        1 => (any::<usize>(), 0..3u64).prop_map(|(i, d)| Op::Update(i, d)),
+    ]
+}
+
+proptest::proptest! {
+    /// Q3 and I7: with four shards, each a heap with a ready lane, entries leave in
+    /// exactly the (deadline, seq) order of one sorted model; removal and re-keying by
+    /// position in the home shard work wherever the entry sits; stale positions name
+    /// nothing; every shard's published head is its head (Q2).
+    #[test]
+    fn shards_heaps_and_lanes_match_a_sorted_model(
+        ops in proptest::collection::vec(op(), 0..120)
+    ) {
+        let (clock, q) = manual(4);
+        let mut model: Vec<(Ticks, u64, u32)> = Vec::new(); // (deadline, seq, id)
+        let mut issued: Vec<(Arc<(u32, Position)>, usize)> = Vec::new(); // (entry, home)
+        let mut now: Ticks = 0;
+        for op in ops {
+            match op {
+                Op::Push { delay, hint, shard } => {
+                    let id = issued.len() as u32;
+                    let value = Arc::new((id, Position::new()));
+                    issued.push((value.clone(), shard));
+                    let deadline = now + delay * MS;
+                    let mut g = q.lock(shard);
+                    let seq = g.next_seq(None);
+                    let due = hint && delay == 0;
+                    g.push_tracked(
+                        TimedEntry { deadline, seq, value },
+                        due,
+                    );
+                    model.push((deadline, seq, id));
+                }
+                Op::Advance(ms) => {
+                    clock.advance(Duration::from_millis(ms));
+                    now += ms * MS;
+                }
+                Op::Poll => {
+                    model.sort();
+                    let want = model.first().filter(|m| m.0 <= now).copied();
+                    let got = q.pop_due().map(|(e, _)| (e.deadline, e.seq, e.value.0));
+                    if got.is_some() {
+                        q.finished();
+                    }
+                    proptest::prop_assert_eq!(got, want);
+                    if want.is_some() {
+                        model.remove(0);
+                    }
+                }
+                Op::Remove(i) if !issued.is_empty() => {
+                    let (target, home) = issued[i % issued.len()].clone();
+                    let got = q.lock(home).remove_tracked(&target.1).map(|e| e.value.0);
+                    let at = model.iter().position(|m| m.2 == target.0);
+                    proptest::prop_assert_eq!(got, at.map(|k| model[k].2));
+                    if let Some(k) = at {
+                        model.remove(k);
+                    }
+                }
+                Op::Update(i, delay) if !issued.is_empty() => {
+                    let (target, home) = issued[i % issued.len()].clone();
+                    let deadline = now + delay * MS;
+                    let mut g = q.lock(home);
+                    let seq = g.next_seq(None);
+                    let moved = g.update_tracked(
+                        &target.1,
+                        |e| {
+                            e.deadline = deadline;
+                            e.seq = seq;
+                        },
+                    );
+                    let at = model.iter().position(|m| m.2 == target.0);
+                    proptest::prop_assert_eq!(moved, at.is_some());
+                    if let Some(k) = at {
+                        model[k] = (deadline, seq, target.0);
+                    }
+                }
+                Op::Remove(_) | Op::Update(..) => {}
+            }
+            let mut all = q.lock_all();
+            for g in all.shards() {
+                g.store().check_invariants();
+                let published = q.shards[g.index()].head.load(Ordering::Relaxed);
+                let head = g.store().head_deadline().map_or(EMPTY, |d| d.min(NEVER_DUE));
+                proptest::prop_assert_eq!(published, head);
+            }
+            model.sort();
+            proptest::prop_assert_eq!(all.len(), model.len());
+            drop(all);
+            let head = q.scan().0;
+            proptest::prop_assert_eq!(head, model.first().map_or(EMPTY, |m| m.0));
+            proptest::prop_assert_eq!(q.active(), 0);
+        }
+    }
+}
+
+fn wait_for(cond: impl Fn() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < end, "condition not reached in 10 s");
+        std::thread::yield_now();
+    }
+}
