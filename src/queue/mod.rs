@@ -50,10 +50,10 @@
 //!   deadline, and on virtual time the advance that made it due signalled it), and it
 //!   re-checks the heap under the lock. `drain_due` at `shutdown_now` is followed by
 //!   `wake_all`.
-//! - I6: a [`Position`] (an entry's handle, stored with the entry's owner so that
-//!   removal needs no search) and a [`LockedCell`] are read and written only by the
-//!   [`Store`] they belong to, through the lock guard of its owner (a [`Locked`] guard, or
-//!   a shard's guard in `sharded.rs`; T4 in `task/mod.rs`, made a type).
+//! - I6: a [`Position`] (an entry's place in its store, kept in the entry's owner so
+//!   that removal needs no search) and a [`LockedCell`] are read and written only by the
+//!   [`Store`] they belong to, through the lock guard of its owner (a shard's guard in
+//!   `sharded.rs`; T4 in `task/mod.rs`, made a type).
 //! - I7: the ready lane (`lane.rs`) holds only entries that were due when queued, in
 //!   order; the head is the earlier of the lane's front and the heap's root, so entries
 //!   leave in exactly the order a heap alone would give (`store.rs`).
