@@ -60,6 +60,22 @@ mod imp {
     pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
         parking_lot::MutexGuard::unlocked(guard, f)
     }
+
+    /// Parks this thread until it is unparked, `until` passes, or spuriously (callers
+    /// re-check their condition); `true` once `until` has passed.
+    pub(crate) fn park_until(until: Option<Instant>) -> bool {
+        match until {
+            None => thread::park(),
+            Some(until) => {
+                let now = Instant::now();
+                if now >= until {
+                    return true;
+                }
+                thread::park_timeout(until - now);
+            }
+        }
+        until.is_some_and(|u| Instant::now() >= u)
+    }
 }
 
 #[cfg(all(test, loom))]
@@ -131,6 +147,13 @@ mod imp {
             self.0.notify_all();
             0
         }
+    }
+
+    /// loom has no clock: a timed park is an untimed one (callers re-check, and no model
+    /// waits with a timeout for something that never comes).
+    pub(crate) fn park_until(_until: Option<Instant>) -> bool {
+        thread::park();
+        false
     }
 
     /// Models never get here: only the real clock spins (`queue/park.rs`), and every model runs

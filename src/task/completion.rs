@@ -3,49 +3,79 @@
 //!
 //! # Design
 //! One mutex guards the stage: `Pending` (the closure while the task is not running, and
-//! the last async waker) until the task ends, then `Ready` (the outcome), then `Taken`.
-//! Closure and outcome share the storage, as tokio's `Stage` does, and one lock covers
-//! both, so a cancel takes the closure and stores `Cancelled` in one critical section and
-//! `get` on a finished future waits and takes in one. One condition variable carries the
-//! wake-up of threads blocked in [`Outcome::wait`].
+//! whoever waits) until the task ends, then `Ready` (the outcome), then `Taken`. Closure
+//! and outcome share the storage, as tokio's `Stage` does, and one lock covers both, so a
+//! cancel takes the closure and stores `Cancelled` in one critical section and `get` on a
+//! finished future waits and takes in one.
+//!
+//! Nothing is kept for waiters until someone waits: most tasks (timeouts that get
+//! cancelled, `execute`) are never waited for. The first waiter boxes a [`Waiters`] into
+//! the stage: the last async waker of `poll`, and the threads blocked in
+//! [`Outcome::wait`], which park (`std::thread::park`) and are unparked by the
+//! completion. A per-task condition variable would cost 8 bytes in every task, which is
+//! what moves a one-shot from a 96-byte to an 80-byte malloc chunk (`docs/DESIGN.md`,
+//! Memory).
 //!
 //! # Invariants
 //! - K1: the stage goes `Pending -> Ready -> Taken`, never back; [`Completion::complete`]
 //!   and [`Completion::cancel`] are the only ways into `Ready` and their caller won the
 //!   task's terminal transition (T2), so the outcome is written once.
-//! - K2: whoever moves the stage to `Ready` wakes every blocked waiter and the last
-//!   registered waker after it, so no waiter misses the outcome.
+//! - K2: a waiter registers itself in the critical section in which it saw `Pending`;
+//!   whoever moves the stage to `Ready` takes the registrations in its critical section
+//!   and, after unlocking, wakes the waker and unparks every thread. So a waiter either
+//!   sees `Ready` or is woken after it (an unpark that comes before the park makes the
+//!   park return at once).
 //! - K3 (T3's storage): the closure is in the stage only while `Pending`; the thread that
 //!   takes it out owns it, and a periodic run puts it back only together with its
 //!   RUNNING -> SCHEDULED exchange ([`Completion::put_back`]).
 //!
 //! # Ordering
 //! Everything goes through the mutex: the outcome written under it happens-before a
-//! waiter's read under it.
+//! waiter's read under it. Park and unpark carry no data; a woken thread re-checks under
+//! the lock.
 
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use crate::error::TaskError;
-use crate::sync::{Condvar, Mutex};
+use crate::sync::{park_until, thread, Mutex};
 
-/// A task's stage and its waiters; `B` is what the task keeps while pending (its closure),
-/// `T` its output.
+/// A task's stage; `B` is what the task keeps while pending (its closure), `T` its output.
 pub(crate) struct Completion<B, T> {
     stage: Mutex<Stage<B, T>>,
-    /// Threads blocked in `wait`; notified after the stage becomes `Ready` (K2).
-    done: Condvar,
 }
 
 enum Stage<B, T> {
-    /// Not done yet: the closure (`None` while a run holds it) and the last async waker.
+    /// Not done yet: the closure (`None` while a run holds it) and, once someone waits,
+    /// the waiters (K2).
     Pending {
         body: Option<B>,
-        waker: Option<Waker>,
+        waiters: Option<Box<Waiters>>,
     },
     Ready(Result<T, TaskError>),
     /// The outcome was moved out by `get` or `poll`.
     Taken,
+}
+
+/// Who waits for a pending task (K2).
+#[derive(Default)]
+struct Waiters {
+    /// The last waker a `poll` registered.
+    waker: Option<Waker>,
+    /// Threads blocked in `wait`, one entry per blocked call.
+    threads: Vec<thread::Thread>,
+}
+
+impl Waiters {
+    /// K2: after the stage became `Ready`, outside the lock.
+    fn wake(self) {
+        if let Some(waker) = self.waker {
+            waker.wake();
+        }
+        for t in self.threads {
+            t.unpark();
+        }
+    }
 }
 
 /// What a future needs from a task's completion, whatever the task's closure type.
@@ -53,8 +83,7 @@ pub(crate) trait Outcome<T>: Send + Sync {
     /// Blocks until the outcome is stored, or `until` passes; `true` if it is stored.
     fn wait(&self, until: Option<Instant>) -> bool;
 
-    /// Blocks until the outcome is stored and moves it out, in one critical section when
-    /// it is already there.
+    /// Blocks until the outcome is stored and moves it out.
     ///
     /// # Panics
     /// If the outcome was already taken (the future was polled to completion before).
@@ -73,9 +102,8 @@ impl<B, T> Completion<B, T> {
         Completion {
             stage: Mutex::new(Stage::Pending {
                 body: Some(body),
-                waker: None,
+                waiters: None,
             }),
-            done: Condvar::new(),
         }
     }
 
@@ -105,10 +133,10 @@ impl<B, T> Completion<B, T> {
     /// Stores the outcome and wakes every waiter (K1, K2: called once, by the author of
     /// the terminal transition).
     pub(crate) fn complete(&self, outcome: Result<T, TaskError>) {
-        let (waker, leftover) = {
+        let (waiters, leftover) = {
             let mut stage = self.stage.lock();
             match std::mem::replace(&mut *stage, Stage::Ready(outcome)) {
-                Stage::Pending { body, waker } => (waker, body),
+                Stage::Pending { body, waiters } => (waiters, body),
                 previous => {
                     // K1 broken: keep the first outcome (drop the new one after unlocking).
                     debug_assert!(false, "a task completed twice");
@@ -121,17 +149,19 @@ impl<B, T> Completion<B, T> {
         };
         debug_assert!(leftover.is_none(), "K3: the closure left before completion");
         drop(leftover);
-        self.wake(waker);
+        if let Some(w) = waiters {
+            w.wake();
+        }
     }
 
     /// For a cancel that won its transition (T2): takes the closure out (for the caller
     /// to drop, outside the lock) and stores `Cancelled`, in one critical section (K1,
     /// K2, K3).
     pub(crate) fn cancel(&self) -> Option<B> {
-        let (waker, body) = {
+        let (waiters, body) = {
             let mut stage = self.stage.lock();
             match std::mem::replace(&mut *stage, Stage::Ready(Err(TaskError::Cancelled))) {
-                Stage::Pending { body, waker } => (waker, body),
+                Stage::Pending { body, waiters } => (waiters, body),
                 previous => {
                     debug_assert!(false, "a cancelled task had completed");
                     *stage = previous;
@@ -139,43 +169,51 @@ impl<B, T> Completion<B, T> {
                 }
             }
         };
-        self.wake(waker);
-        body
-    }
-
-    /// K2: after the stage became `Ready`.
-    fn wake(&self, waker: Option<Waker>) {
-        // The stage is Ready before this notify; a waiter either saw it under the lock or
-        // is parked on `done` already (it released the lock by waiting).
-        self.done.notify_all();
-        if let Some(waker) = waker {
-            waker.wake();
+        if let Some(w) = waiters {
+            w.wake();
         }
+        body
     }
 }
 
 impl<B: Send, T: Send> Outcome<T> for Completion<B, T> {
     fn wait(&self, until: Option<Instant>) -> bool {
-        let mut stage = self.stage.lock();
-        while matches!(*stage, Stage::Pending { .. }) {
-            match until {
-                None => self.done.wait(&mut stage),
-                Some(until) => {
-                    if self.done.wait_until(&mut stage, until) {
-                        return !matches!(*stage, Stage::Pending { .. });
-                    }
+        let me = thread::current();
+        let mut registered = false;
+        loop {
+            {
+                let mut stage = self.stage.lock();
+                let Stage::Pending { waiters, .. } = &mut *stage else {
+                    return true;
+                };
+                if !registered {
+                    // K2: registered in the critical section that saw Pending.
+                    waiters
+                        .get_or_insert_with(Box::default)
+                        .threads
+                        .push(me.clone());
+                    registered = true;
                 }
             }
+            if park_until(until) {
+                // Timed out: leave the list (a completion may have come meanwhile).
+                let mut stage = self.stage.lock();
+                let Stage::Pending { waiters, .. } = &mut *stage else {
+                    return true;
+                };
+                if let Some(w) = waiters {
+                    if let Some(i) = w.threads.iter().position(|t| t.id() == me.id()) {
+                        w.threads.swap_remove(i);
+                    }
+                }
+                return false;
+            }
         }
-        true
     }
 
     fn wait_take(&self) -> Result<T, TaskError> {
-        let mut stage = self.stage.lock();
-        while matches!(*stage, Stage::Pending { .. }) {
-            self.done.wait(&mut stage);
-        }
-        match std::mem::replace(&mut *stage, Stage::Taken) {
+        self.wait(None);
+        match std::mem::replace(&mut *self.stage.lock(), Stage::Taken) {
             Stage::Ready(outcome) => outcome,
             Stage::Pending { .. } => unreachable!("waited until not pending"),
             Stage::Taken => panic!("ScheduledFuture outcome taken twice (polled after Ready?)"),
@@ -185,9 +223,11 @@ impl<B: Send, T: Send> Outcome<T> for Completion<B, T> {
     fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
         let mut stage = self.stage.lock();
         match &mut *stage {
-            Stage::Pending { waker, .. } => {
-                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *waker = Some(cx.waker().clone());
+            Stage::Pending { waiters, .. } => {
+                // K2: registered in the critical section that saw Pending.
+                let w = waiters.get_or_insert_with(Box::default);
+                if !w.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    w.waker = Some(cx.waker().clone());
                 }
                 Poll::Pending
             }
@@ -247,5 +287,39 @@ mod tests {
         );
         assert_eq!(c.put_back(1, || true), None);
         assert_eq!(c.take_body(), Some(1));
+    }
+
+    #[test]
+    fn many_blocked_waiters_are_all_woken_and_a_timed_out_one_leaves_the_list() {
+        let c = Arc::new(Completion::<(), u8>::new(()));
+        // A waiter that gives up leaves no registration behind.
+        for _ in 0..3 {
+            assert!(!c.wait(Some(Instant::now() + Duration::from_millis(1))));
+        }
+        match &*c.stage.lock() {
+            Stage::Pending { waiters, .. } => {
+                assert_eq!(waiters.as_ref().map_or(0, |w| w.threads.len()), 0)
+            }
+            _ => panic!("still pending"),
+        }
+        assert_eq!(
+            c.take_body(),
+            Some(()),
+            "K3: the run takes the closure first"
+        );
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                let c = c.clone();
+                std::thread::spawn(move || c.wait(None))
+            })
+            .collect();
+        c.complete(Ok(1));
+        for w in waiters {
+            assert!(w.join().unwrap());
+        }
+        assert!(
+            c.wait(Some(Instant::now())),
+            "a finished task needs no wait"
+        );
     }
 }
