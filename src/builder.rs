@@ -15,6 +15,7 @@ pub(crate) type Hook = Arc<dyn Fn() + Send + Sync + 'static>;
 /// Rejections for any reason are counted in
 /// [`PoolStats::rejected_count`](crate::PoolStats::rejected_count) and traced at `warn`.
 /// After shutdown every policy gives [`ScheduleError::Shutdown`](crate::ScheduleError).
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum RejectionPolicy {
     /// Return [`ScheduleError::QueueFull`](crate::ScheduleError::QueueFull) (Java:
@@ -75,6 +76,7 @@ pub struct Builder {
 
 impl Builder {
     /// A builder with the defaults listed above.
+    #[must_use]
     pub fn new() -> Self {
         Builder {
             config: Config {
@@ -99,6 +101,7 @@ impl Builder {
 
     /// Worker threads kept even when idle. Threads start lazily, one per submission while
     /// fewer run; with 0, a single thread still runs the tasks (Java: `corePoolSize`).
+    #[must_use]
     pub fn core_pool_size(mut self, n: usize) -> Self {
         self.config.core_pool_size = n;
         self
@@ -106,18 +109,21 @@ impl Builder {
 
     /// Worker names are `{prefix}{index}`, indices from 0 in start order, never reused.
     /// A NUL character, which a thread name cannot hold, is replaced by `U+FFFD`.
+    #[must_use]
     pub fn thread_name_prefix(mut self, p: impl Into<String>) -> Self {
         self.config.thread_name_prefix = p.into().replace('\0', "\u{FFFD}");
         self
     }
 
     /// Stack size of worker threads, in bytes.
+    #[must_use]
     pub fn thread_stack_size(mut self, bytes: usize) -> Self {
         self.config.thread_stack_size = Some(bytes);
         self
     }
 
     /// Runs on each worker thread before its first task. A panic is caught and traced.
+    #[must_use]
     pub fn on_thread_start<F: Fn() + Send + Sync + 'static>(mut self, f: F) -> Self {
         self.config.on_thread_start = Some(Arc::new(f));
         self
@@ -125,6 +131,7 @@ impl Builder {
 
     /// Runs on each worker thread as it exits. A panic is caught and traced. Every stop
     /// hook has run when `await_termination` returns true.
+    #[must_use]
     pub fn on_thread_stop<F: Fn() + Send + Sync + 'static>(mut self, f: F) -> Self {
         self.config.on_thread_stop = Some(Arc::new(f));
         self
@@ -133,12 +140,14 @@ impl Builder {
     /// How long a thread above the core size (or any thread, with
     /// [`allow_core_thread_timeout`](Builder::allow_core_thread_timeout)) waits idle before
     /// it exits. Real time. Default 10 ms.
+    #[must_use]
     pub fn keep_alive(mut self, d: Duration) -> Self {
         self.config.keep_alive = d;
         self
     }
 
     /// Lets idle core threads exit after `keep_alive`; they restart on demand. Default false.
+    #[must_use]
     pub fn allow_core_thread_timeout(mut self, v: bool) -> Self {
         self.config.allow_core_thread_timeout = v;
         self
@@ -146,24 +155,28 @@ impl Builder {
 
     /// Bounds the number of queued tasks for new submissions (a periodic task's next run
     /// is always re-queued). Default: unbounded.
+    #[must_use]
     pub fn max_queued_tasks(mut self, n: usize) -> Self {
         self.config.max_queued_tasks = n;
         self
     }
 
     /// What a full queue does with a submission. Default [`RejectionPolicy::Abort`].
+    #[must_use]
     pub fn rejection_policy(mut self, p: RejectionPolicy) -> Self {
         self.config.rejection_policy = p;
         self
     }
 
     /// Whether periodic tasks keep running after `shutdown`. Default false.
+    #[must_use]
     pub fn continue_existing_periodic_tasks_after_shutdown(mut self, v: bool) -> Self {
         self.config.continue_existing_periodic_tasks_after_shutdown = v;
         self
     }
 
     /// Whether delayed one-shot tasks still run after `shutdown`. Default true.
+    #[must_use]
     pub fn execute_existing_delayed_tasks_after_shutdown(mut self, v: bool) -> Self {
         self.config.execute_existing_delayed_tasks_after_shutdown = v;
         self
@@ -171,12 +184,14 @@ impl Builder {
 
     /// Whether `cancel` removes the task from the queue at once (O(log n)) and drops its
     /// closure. Default **true** (Java's default is false).
+    #[must_use]
     pub fn remove_on_cancel(mut self, v: bool) -> Self {
         self.config.remove_on_cancel = v;
         self
     }
 
     /// Reads time from a [`ManualClock`] instead of the real clock.
+    #[must_use]
     pub fn clock(mut self, c: ManualClock) -> Self {
         self.config.clock = Some(c);
         self
@@ -185,6 +200,7 @@ impl Builder {
     /// A run that starts more than `d` after its deadline counts in
     /// [`PoolStats::late_count`](crate::PoolStats::late_count) and is traced at `warn`.
     /// Default 10 ms.
+    #[must_use]
     pub fn late_threshold(mut self, d: Duration) -> Self {
         self.config.late_threshold = d;
         self
@@ -192,6 +208,7 @@ impl Builder {
 
     /// Whether workers may spin instead of sleeping on the real clock (see
     /// [`SpinPolicy`]). Default [`SpinPolicy::Adaptive`].
+    #[must_use]
     pub fn spin_policy(mut self, p: SpinPolicy) -> Self {
         self.config.spin_policy = p;
         self
@@ -224,12 +241,24 @@ impl fmt::Debug for Config {
             .field("thread_stack_size", &self.thread_stack_size)
             .field("keep_alive", &self.keep_alive)
             .field("allow_core_thread_timeout", &self.allow_core_thread_timeout)
-            .field("max_queued_tasks", &self.max_queued_tasks)
+            .field("max_queued_tasks", &Bound(self.max_queued_tasks))
             .field("rejection_policy", &self.rejection_policy)
             .field("remove_on_cancel", &self.remove_on_cancel)
             .field("manual_clock", &self.clock.is_some())
             .field("late_threshold", &self.late_threshold)
             .field("spin_policy", &self.spin_policy)
             .finish_non_exhaustive()
+    }
+}
+
+/// A limit in `Debug` output: "unbounded" for `usize::MAX`.
+struct Bound(usize);
+
+impl fmt::Debug for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            usize::MAX => f.write_str("unbounded"),
+            n => n.fmt(f),
+        }
     }
 }

@@ -133,6 +133,52 @@ impl<T: Send + 'static> DelayQueue<T> {
         self.inner.lock().remove(key.handle).map(|e| e.value)
     }
 
+    /// Moves the element `key` names to be due `delay` from now (the queue's clock), in
+    /// O(log n); the key stays valid. `false`, and nothing changes, if the element was
+    /// taken, removed or cleared, or if the key belongs to another queue. A blocked taker
+    /// sees the new deadline at once: an earlier one wakes it, a later one keeps it
+    /// waiting. Among elements with equal deadlines, the order after a reset is
+    /// unspecified (today: as if the element had been offered at the reset).
+    ///
+    /// ```
+    /// use schedpool::{DelayQueue, ManualClock};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let sessions = DelayQueue::with_clock(clock.clone());
+    /// let key = sessions.offer("alice", Duration::from_secs(30));
+    /// clock.advance(Duration::from_secs(20));
+    /// assert!(sessions.reset(key, Duration::from_secs(30))); // activity: 30 s more
+    /// clock.advance(Duration::from_secs(20));
+    /// assert_eq!(sessions.poll(), None); // would have expired without the reset
+    /// clock.advance(Duration::from_secs(10));
+    /// assert_eq!(sessions.poll(), Some("alice"));
+    /// assert!(!sessions.reset(key, Duration::ZERO)); // gone: the key names nothing
+    /// ```
+    pub fn reset(&self, key: DelayKey, delay: Duration) -> bool {
+        let deadline = self.inner.clock().deadline_after(delay);
+        self.reset_to(key, deadline)
+    }
+
+    /// As [`reset`](Self::reset), to the instant `deadline` (in the queue's clock; the past
+    /// means due now).
+    pub fn reset_at(&self, key: DelayKey, deadline: Instant) -> bool {
+        let deadline = self.inner.clock().ticks_of(deadline);
+        self.reset_to(key, deadline)
+    }
+
+    fn reset_to(&self, key: DelayKey, deadline: clock::Ticks) -> bool {
+        if key.queue != self.id {
+            return false;
+        }
+        let mut q = self.inner.lock();
+        let seq = q.next_seq();
+        q.update(key.handle, |e| {
+            e.deadline = deadline;
+            e.seq = seq;
+        })
+    }
+
     /// Removes and returns every due element, in deadline order (ties in offer order).
     pub fn drain_expired(&self) -> Vec<T> {
         let mut q = self.inner.lock();

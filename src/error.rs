@@ -1,35 +1,51 @@
-//! Errors: [`TaskError`] (why a future has no value) and [`ScheduleError`] (why a task was
-//! not accepted).
+//! Errors: [`TaskError`] (why a future has no value), [`PanicPayload`] (what a panicking
+//! task left) and [`ScheduleError`] (why a task was not accepted).
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::fmt;
 
 /// Why a [`ScheduledFuture`](crate::ScheduledFuture) has no value.
 ///
 /// Java throws `CancellationException` or `ExecutionException` from `get`; here `get`
-/// returns this error.
+/// returns this error. It is `Send + Sync + 'static`, so `?` converts it into
+/// `Box<dyn Error + Send + Sync>` (or `anyhow::Error`):
+///
+/// ```
+/// use schedpool::ScheduledThreadPoolExecutor;
+/// use std::time::Duration;
+///
+/// fn answer(pool: &ScheduledThreadPoolExecutor) -> Result<u32, Box<dyn std::error::Error + Send + Sync>> {
+///     let fut = pool.schedule(Duration::ZERO, || 42)?;
+///     Ok(fut.get()?)
+/// }
+/// let pool = ScheduledThreadPoolExecutor::new(1);
+/// assert_eq!(answer(&pool).unwrap(), 42);
+/// ```
+///
+/// (`TaskError` is not `#[non_exhaustive]`: the API contract matches its two variants
+/// exhaustively.)
 pub enum TaskError {
     /// The task was cancelled before it produced a value (by
     /// [`cancel`](crate::ScheduledFuture::cancel), a shutdown policy, a discarded
     /// submission or a dropped [`PendingTask`](crate::PendingTask)).
     Cancelled,
-    /// The task panicked; the payload is the value passed to `panic!`.
-    Panicked(Box<dyn Any + Send + 'static>),
+    /// The task panicked; the payload holds the value passed to `panic!`.
+    Panicked(PanicPayload),
 }
 
 impl TaskError {
     /// The panic message, when the payload is a string (as `panic!("...")` makes it).
     ///
     /// ```
-    /// use schedpool::TaskError;
-    /// let e = TaskError::Panicked(Box::new("boom"));
+    /// use schedpool::{PanicPayload, TaskError};
+    /// let e = TaskError::Panicked(PanicPayload::new(Box::new("boom")));
     /// assert_eq!(e.panic_message(), Some("boom"));
     /// assert_eq!(TaskError::Cancelled.panic_message(), None);
     /// ```
     pub fn panic_message(&self) -> Option<&str> {
         match self {
             TaskError::Cancelled => None,
-            TaskError::Panicked(payload) => panic_message(payload.as_ref()),
+            TaskError::Panicked(payload) => payload.message(),
         }
     }
 
@@ -44,21 +60,117 @@ impl TaskError {
     }
 }
 
-/// The message of a panic payload, if it is a `&str` or a `String`.
+/// A caught panic's payload: the value passed to `panic!` (or to
+/// `std::panic::panic_any`), as [`TaskError::Panicked`] carries it.
+///
+/// The payload itself is only `Send`; this wrapper is also `Sync` (so [`TaskError`] is)
+/// because it lends the value to no one while it is shared: [`message`](Self::message)
+/// and [`is`](Self::is) read what was recorded when it was made, and only the methods
+/// that consume it ([`downcast`](Self::downcast), [`into_inner`](Self::into_inner)) give
+/// the value back.
+///
+/// ```
+/// use schedpool::PanicPayload;
+///
+/// let caught = std::panic::catch_unwind(|| std::panic::panic_any(7u32)).unwrap_err();
+/// let payload = PanicPayload::from(caught);
+/// assert!(payload.is::<u32>());
+/// assert_eq!(payload.message(), None); // not a string
+/// assert_eq!(*payload.downcast::<u32>().unwrap(), 7);
+///
+/// let text = PanicPayload::new(Box::new(String::from("boom")));
+/// assert_eq!(text.message(), Some("boom"));
+/// // The original value, for example to resume the panic on this thread:
+/// let inner = text.into_inner();
+/// assert_eq!(inner.downcast_ref::<String>().map(String::as_str), Some("boom"));
+/// ```
+pub struct PanicPayload(Box<Held>);
+
+/// What a [`PanicPayload`] holds, boxed so that a task's outcome slot stays one pointer
+/// wide for it (`docs/DESIGN.md`, Memory).
+struct Held {
+    /// The value; behind a mutex only so the wrapper is `Sync` without `unsafe`. Nothing
+    /// locks it while the payload is shared: the consuming methods take it by value.
+    value: parking_lot::Mutex<Box<dyn Any + Send + 'static>>,
+    /// The value's type, recorded when the payload was made ([`is`](PanicPayload::is)).
+    type_id: TypeId,
+    /// A copy of the message of a `&str` or `String` payload.
+    message: Option<Box<str>>,
+}
+
+impl PanicPayload {
+    /// Wraps a payload as `std::panic::catch_unwind` returns it.
+    pub fn new(payload: Box<dyn Any + Send + 'static>) -> Self {
+        let message = panic_message(payload.as_ref()).map(Box::from);
+        PanicPayload(Box::new(Held {
+            type_id: (*payload).type_id(),
+            value: parking_lot::Mutex::new(payload),
+            message,
+        }))
+    }
+
+    /// The panic message, when the payload is a `&str` or a `String` (as `panic!("...")`
+    /// and `panic!("{x}")` make it).
+    pub fn message(&self) -> Option<&str> {
+        self.0.message.as_deref()
+    }
+
+    /// `true` if the payload is a `T`.
+    pub fn is<T: Any>(&self) -> bool {
+        self.0.type_id == TypeId::of::<T>()
+    }
+
+    /// The payload as a `T`, or the payload back if it is not one.
+    ///
+    /// # Errors
+    /// `Err(self)` if the payload is not a `T`.
+    pub fn downcast<T: Any>(self) -> Result<Box<T>, PanicPayload> {
+        if !self.is::<T>() {
+            return Err(self);
+        }
+        self.into_inner().downcast::<T>().map_err(PanicPayload::new) // unreachable: the type was checked
+    }
+
+    /// The payload itself, for example to pass to `std::panic::resume_unwind`.
+    pub fn into_inner(self) -> Box<dyn Any + Send + 'static> {
+        self.0.value.into_inner()
+    }
+}
+
+impl From<Box<dyn Any + Send + 'static>> for PanicPayload {
+    /// [`PanicPayload::new`].
+    fn from(payload: Box<dyn Any + Send + 'static>) -> Self {
+        PanicPayload::new(payload)
+    }
+}
+
+impl fmt::Debug for PanicPayload {
+    /// `PanicPayload("boom")`, or `PanicPayload(<non-string payload>)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.message() {
+            Some(m) => f.debug_tuple("PanicPayload").field(&m).finish(),
+            None => f.write_str("PanicPayload(<non-string payload>)"),
+        }
+    }
+}
+
 /// A caught panic: its payload and message.
-pub(crate) type Caught = (Box<dyn Any + Send>, String);
+pub(crate) type Caught = (PanicPayload, String);
 
 /// Runs `f` catching a panic; returns the payload and its message.
 pub(crate) fn run_caught<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
-        let msg = panic_message(payload.as_ref())
+        let payload = PanicPayload::new(payload);
+        let msg = payload
+            .message()
             .unwrap_or("<non-string payload>")
             .to_owned();
         (payload, msg)
     })
 }
 
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
+/// The message of a panic payload, if it is a `&str` or a `String`.
+fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
     payload
         .downcast_ref::<&'static str>()
         .copied()
@@ -66,13 +178,14 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
 }
 
 impl fmt::Debug for TaskError {
+    /// `Cancelled`, `Panicked("boom")`, or `Panicked(<non-string payload>)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TaskError::Cancelled => f.write_str("Cancelled"),
-            TaskError::Panicked(_) => f
-                .debug_tuple("Panicked")
-                .field(&self.panic_message().unwrap_or("<non-string payload>"))
-                .finish(),
+            TaskError::Panicked(p) => match p.message() {
+                Some(m) => f.debug_tuple("Panicked").field(&m).finish(),
+                None => f.write_str("Panicked(<non-string payload>)"),
+            },
         }
     }
 }
@@ -130,15 +243,43 @@ impl std::error::Error for ScheduleError {}
 mod tests {
     use super::*;
 
+    fn send_sync_error<E: std::error::Error + Send + Sync + 'static>() {}
+
+    #[test]
+    fn task_error_composes_with_boxed_errors() {
+        send_sync_error::<TaskError>();
+        fn fails() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+            Err(TaskError::Panicked(PanicPayload::new(Box::new("boom"))))?;
+            Ok(())
+        }
+        assert_eq!(fails().unwrap_err().to_string(), "task panicked: boom");
+    }
+
+    #[test]
+    fn payload_keeps_its_type_and_value() {
+        let p = PanicPayload::from(Box::new(7u32) as Box<dyn Any + Send>);
+        assert!(p.is::<u32>() && !p.is::<i32>() && !p.is::<Box<dyn Any + Send>>());
+        assert_eq!(format!("{p:?}"), "PanicPayload(<non-string payload>)");
+        let p = p.downcast::<i32>().unwrap_err(); // the wrong type gives it back intact
+        assert_eq!(*p.downcast::<u32>().unwrap(), 7);
+        let s = PanicPayload::new(Box::new("static"));
+        assert_eq!(
+            (s.message(), format!("{s:?}")),
+            (Some("static"), "PanicPayload(\"static\")".to_owned())
+        );
+        assert_eq!(*s.into_inner().downcast::<&str>().unwrap(), "static");
+    }
+
     #[test]
     fn messages() {
-        let owned = TaskError::Panicked(Box::new(String::from("owned")));
+        let owned = TaskError::Panicked(PanicPayload::new(Box::new(String::from("owned"))));
         assert_eq!(owned.panic_message(), Some("owned"));
         assert_eq!(owned.to_string(), "task panicked: owned");
-        let opaque = TaskError::Panicked(Box::new(42));
+        assert_eq!(format!("{owned:?}"), "Panicked(\"owned\")");
+        let opaque = TaskError::Panicked(PanicPayload::new(Box::new(42)));
         assert_eq!(opaque.panic_message(), None);
         assert_eq!(opaque.to_string(), "task panicked");
-        assert_eq!(format!("{opaque:?}"), "Panicked(\"<non-string payload>\")");
+        assert_eq!(format!("{opaque:?}"), "Panicked(<non-string payload>)");
         assert_eq!(TaskError::Cancelled.to_string(), "task was cancelled");
         assert!(TaskError::Cancelled.is_cancelled() && opaque.is_panicked());
         assert_eq!(

@@ -295,6 +295,33 @@ impl ScheduledThreadPoolExecutor {
         }
     }
 
+    /// [`shutdown`](Self::shutdown), then [`await_termination`](Self::await_termination)
+    /// with `timeout` (real time): `true` if the pool terminated within it. A pool whose
+    /// queue still holds a delayed one-shot waits for that task's deadline (Java's default
+    /// policy), so where shutdown must not hang on a forgotten long timer, this is the call
+    /// to make; after a `false`, [`shutdown_now`](Self::shutdown_now) drops what is left.
+    /// Called from one of the pool's own workers it shuts down and returns `false` at once
+    /// (waiting there would wait for itself).
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let forgotten = pool.schedule(Duration::from_secs(1800), || ()).unwrap();
+    /// assert!(!pool.close_timeout(Duration::from_millis(20))); // still waiting for it
+    /// drop(pool.shutdown_now()); // its future completes with Err(Cancelled)
+    /// assert!(forgotten.get().unwrap_err().is_cancelled());
+    /// assert!(pool.await_termination(Duration::from_secs(10)));
+    /// ```
+    pub fn close_timeout(&self, timeout: Duration) -> bool {
+        self.shared.shutdown();
+        if pool::is_worker_of(&self.shared) {
+            return false;
+        }
+        self.shared.await_termination(clock::timeout_at(timeout))
+    }
+
     /// `true` once [`shutdown`](Self::shutdown) or [`shutdown_now`](Self::shutdown_now) has
     /// been called.
     pub fn is_shutdown(&self) -> bool {

@@ -96,7 +96,7 @@ pub use clock::ManualClock;
 #[cfg(feature = "cron")]
 pub use cron::{CronError, CronTrigger};
 pub use delay_queue::{DelayKey, DelayQueue};
-pub use error::{ScheduleError, TaskError};
+pub use error::{PanicPayload, ScheduleError, TaskError};
 pub use executor::ScheduledThreadPoolExecutor;
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
 pub use periodic::{MissedTicks, OnPanic, Periodic, Trigger, TriggerContext};

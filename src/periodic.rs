@@ -37,6 +37,7 @@ use crate::sync::{Arc, Mutex};
 ///
 /// The first overdue run always starts as soon as possible. A run late by less than one
 /// period has missed no tick and keeps the schedule under every policy.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum MissedTicks {
     /// Java's behaviour: late runs go back to back until the schedule has caught up.
@@ -50,6 +51,7 @@ pub enum MissedTicks {
 }
 
 /// What a periodic task does when a run panics.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum OnPanic {
     /// Java's behaviour: no further run; the future yields `Err(TaskError::Panicked)`.
@@ -274,17 +276,20 @@ impl Periodic {
 
     /// Runs every `period`, measured from the previous run's deadline (Java:
     /// `scheduleAtFixedRate`). A zero period is refused with `ScheduleError::ZeroPeriod`.
+    #[must_use]
     pub fn at_fixed_rate(period: Duration) -> Self {
         Self::new(Schedule::FixedRate(period, MissedTicks::Burst))
     }
 
     /// Runs `delay` after the end of each run (Java: `scheduleWithFixedDelay`). A zero
     /// delay is refused with `ScheduleError::ZeroPeriod`.
+    #[must_use]
     pub fn with_fixed_delay(delay: Duration) -> Self {
         Self::new(Schedule::FixedDelay(delay))
     }
 
     /// Runs at the deadlines `trigger` computes. Clones of the spec share the trigger.
+    #[must_use]
     pub fn with_trigger<G: Trigger>(trigger: G) -> Self {
         Self::new(Schedule::Trigger(SharedTrigger(Arc::new(Mutex::new(
             Box::new(trigger),
@@ -292,6 +297,7 @@ impl Periodic {
     }
 
     /// Delay before the first run (for a trigger: the earliest first deadline). Default 0.
+    #[must_use]
     pub fn initial_delay(mut self, d: Duration) -> Self {
         self.initial_delay = d;
         self
@@ -299,6 +305,7 @@ impl Periodic {
 
     /// What a fixed-rate task does after missed ticks; ignored by the other rules.
     /// Default [`MissedTicks::Burst`] (Java).
+    #[must_use]
     pub fn missed_ticks(mut self, m: MissedTicks) -> Self {
         if let Schedule::FixedRate(_, missed) = &mut self.schedule {
             *missed = m;
@@ -307,6 +314,7 @@ impl Periodic {
     }
 
     /// What a panicking run does to the task. Default [`OnPanic::Stop`] (Java).
+    #[must_use]
     pub fn on_panic(mut self, p: OnPanic) -> Self {
         self.limits.on_panic = p;
         self
@@ -315,6 +323,7 @@ impl Periodic {
     /// A run that would start more than `d` after its deadline is skipped: it is counted
     /// in `PoolStats::skipped_runs` and the next deadline follows the rule as if the
     /// skipped run had started and finished when it was skipped.
+    #[must_use]
     pub fn max_lateness(mut self, d: Duration) -> Self {
         self.limits.max_lateness = Some(d);
         self
@@ -322,6 +331,7 @@ impl Periodic {
 
     /// After `n` runs the future completes with `Ok(())` (`0`: at once, without a run).
     /// Panicked runs under [`OnPanic::Continue`] count; skipped runs do not.
+    #[must_use]
     pub fn max_runs(mut self, n: u64) -> Self {
         self.limits.max_runs = Some(n);
         self

@@ -34,7 +34,7 @@ fn sync<T: Sync>() {}
 fn clone<T: Clone>() {}
 fn debug<T: Debug>() {}
 fn unpin<T: Unpin>() {}
-fn error<T: Error + Display + Debug + Send + 'static>() {}
+fn error<T: Error + Display + Debug + Send + Sync + 'static>() {}
 fn key<T: Copy + Clone + Debug + PartialEq + Eq + Hash>() {}
 
 /// `Send` but not `Sync`: proves a bound asks only for `T: Send`.
@@ -61,8 +61,28 @@ fn executor_is_clone_send_sync_debug() {
 fn builder_is_debug_and_default() {
     debug::<Builder>();
     let b = Builder::default().core_pool_size(3);
-    assert!(!format!("{b:?}").is_empty());
+    let shown = format!("{b:?}");
+    assert!(shown.contains("max_queued_tasks: unbounded"), "{shown}");
+    assert!(!shown.contains(&usize::MAX.to_string()), "{shown}");
+    let bounded = format!("{:?}", Builder::new().max_queued_tasks(64));
+    assert!(bounded.contains("max_queued_tasks: 64"), "{bounded}");
     assert_eq!(b.build().core_pool_size(), 3);
+}
+
+#[test]
+fn debug_output_names_states_and_shows_deadlines_as_durations() {
+    let clock = ManualClock::new();
+    let pool = Builder::new()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .build();
+    let fut = pool.schedule(Duration::from_secs(90), || ()).unwrap();
+    let shown = format!("{fut:?}");
+    assert!(shown.contains("state: \"scheduled\""), "{shown}");
+    assert!(shown.contains("deadline: 90s"), "{shown}");
+    fut.cancel();
+    assert!(format!("{fut:?}").contains("state: \"cancelled\""));
+    pool.shutdown();
 }
 
 #[test]
@@ -148,9 +168,9 @@ fn manual_clock_is_clone_send_sync_debug_default() {
 #[test]
 fn task_error_is_error_and_send() {
     error::<TaskError>();
-    let cancelled: Box<dyn Error + Send> = Box::new(TaskError::Cancelled);
+    let cancelled: Box<dyn Error + Send + Sync> = Box::new(TaskError::Cancelled);
     assert!(!cancelled.to_string().is_empty());
-    let panicked = TaskError::Panicked(Box::new("boom"));
+    let panicked = TaskError::Panicked(schedpool::PanicPayload::new(Box::new("boom")));
     assert_eq!(panicked.panic_message(), Some("boom"));
     assert!(panicked.to_string().contains("boom"));
     assert!(format!("{panicked:?}").contains("Panicked"));

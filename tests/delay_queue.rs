@@ -923,3 +923,80 @@ proptest! {
         prop_assert!(q.is_empty());
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// reset / reset_at
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn reset_moves_the_deadline_both_ways_and_keeps_the_key() {
+    let clock = ManualClock::new();
+    let q = DelayQueue::with_clock(clock.clone());
+    let a = q.offer("a", secs(10));
+    let b = q.offer("b", secs(20));
+    assert!(q.reset(b, secs(5)), "earlier");
+    assert_eq!(q.peek_deadline(), Some(clock.now() + secs(5)));
+    assert!(q.reset(a, secs(30)), "later");
+    clock.advance(secs(5));
+    assert_eq!(q.poll(), Some("b"));
+    clock.advance(secs(24));
+    assert_eq!(q.poll(), None, "a moved to 30 s");
+    assert!(q.reset(a, secs(1)), "the key survived both resets");
+    assert_eq!(q.remove(a), Some("a"), "and still removes");
+    assert!(!q.reset(a, secs(1)), "a removed element");
+    assert!(!q.reset(b, secs(1)), "a taken element");
+    assert_eq!(q.len(), 0);
+}
+
+#[test]
+fn reset_at_the_past_makes_the_element_due_and_foreign_keys_change_nothing() {
+    let clock = ManualClock::new();
+    let q = DelayQueue::with_clock(clock.clone());
+    let other = DelayQueue::with_clock(clock.clone());
+    let k = q.offer(1, secs(60));
+    let foreign = other.offer(2, secs(60));
+    assert!(!q.reset_at(foreign, clock.now()), "a key of another queue");
+    assert!(!other.reset(k, Duration::ZERO));
+    assert_eq!(other.poll(), None);
+    assert!(q.reset_at(k, clock.now() - secs(1)));
+    assert_eq!(q.poll(), Some(1));
+}
+
+#[test]
+fn a_reset_to_now_wakes_a_blocked_taker() {
+    // Virtual time: the taker leads without a timeout, so only the reset's signal can
+    // wake it.
+    let clock = ManualClock::new();
+    let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+    let key = q.offer(7u32, Duration::from_secs(3600));
+    let (tx, rx) = mpsc::channel();
+    let taker = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || tx.send(q.take()).unwrap())
+    };
+    assert!(rx.recv_timeout(QUIET).is_err(), "not due yet");
+    assert!(q.reset(key, Duration::ZERO));
+    assert_eq!(rx.recv_timeout(BOUND), Ok(7));
+    taker.join().unwrap();
+}
+
+#[test]
+fn a_reset_later_keeps_a_blocked_taker_waiting_for_the_new_deadline() {
+    let clock = ManualClock::new();
+    let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+    let key = q.offer(9u32, secs(10));
+    let (tx, rx) = mpsc::channel();
+    let taker = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || tx.send(q.take()).unwrap())
+    };
+    assert!(q.reset(key, secs(20)));
+    clock.advance(secs(10));
+    assert!(
+        rx.recv_timeout(QUIET).is_err(),
+        "the old deadline no longer holds"
+    );
+    clock.advance(secs(10));
+    assert_eq!(rx.recv_timeout(BOUND), Ok(9));
+    taker.join().unwrap();
+}

@@ -186,6 +186,7 @@ impl Kind {
                     MissedTicks::Burst => on_time,
                     MissedTicks::Delay => started + period,
                     MissedTicks::Skip => scheduled + ((started - scheduled) / period + 1) * period,
+                    other => unreachable!("the model knows no {other:?}"),
                 }
             }
         }

@@ -70,7 +70,10 @@ fn formatted_and_non_string_payloads_are_kept() {
     let err = outcome(formatted).unwrap_err();
     assert_eq!(err.panic_message(), Some("code 7"));
     match outcome(opaque).unwrap_err() {
-        TaskError::Panicked(payload) => assert_eq!(payload.downcast_ref::<u32>(), Some(&42)),
+        TaskError::Panicked(payload) => {
+            assert!(payload.is::<u32>());
+            assert_eq!(payload.downcast::<u32>().map(|b| *b).ok(), Some(42));
+        }
         TaskError::Cancelled => panic!("expected a panic"),
     }
     close(&pool);

@@ -419,6 +419,7 @@ fn every_refusal_is_counted_whatever_the_policy() {
                 }
                 RejectionPolicy::CallerRuns => assert_eq!(result.unwrap().get().unwrap(), i),
                 RejectionPolicy::Discard => assert!(is_cancelled(result.unwrap())),
+                other => unreachable!("not in the list above: {other:?}"),
             }
         }
         let stats = pool.stats();

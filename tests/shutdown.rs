@@ -536,7 +536,8 @@ fn a_panic_in_pending_task_run_goes_into_its_future() {
     }
     match once.get() {
         Err(TaskError::Panicked(payload)) => {
-            assert_eq!(payload.downcast_ref::<&str>(), Some(&"pending boom"));
+            assert_eq!(payload.message(), Some("pending boom"));
+            assert!(payload.is::<&str>());
         }
         other => panic!("expected a panic, got {other:?}"),
     }
@@ -1261,4 +1262,62 @@ fn termination_waits_for_the_shutdown_caller_to_complete_removed_tasks() {
         "terminated implies the removed task's future is complete"
     );
     assert!(is_cancelled(fut));
+}
+
+// ---------------------------------------------------------------------------------------
+// close_timeout
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn close_timeout_gives_up_on_a_forgotten_timer_and_terminates_once_it_has_run() {
+    let (clock, pool) = manual_pool(1);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    let forgotten = pool
+        .schedule(sec(1800), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    // The delayed one-shot still runs after shutdown (Java's default), and virtual time
+    // stands still: the pool cannot terminate, however long the wait.
+    assert!(!pool.close_timeout(Duration::from_millis(20)));
+    assert!(pool.is_shutdown() && !pool.is_terminated());
+    assert!(
+        pool.schedule(sec(1), || ()).is_err(),
+        "shut down: no new tasks"
+    );
+    clock.advance(sec(1800));
+    assert!(
+        pool.close_timeout(BOUND),
+        "the last task ran, the worker exited"
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    forgotten.get().unwrap();
+}
+
+#[test]
+fn close_timeout_on_an_idle_pool_terminates_and_repeats_harmlessly() {
+    let pool = ScheduledThreadPoolExecutor::new(2);
+    pool.submit(|| ()).unwrap().get().unwrap();
+    assert!(pool.close_timeout(BOUND));
+    assert!(pool.is_terminated());
+    assert!(pool.close_timeout(Duration::ZERO), "already terminated");
+}
+
+#[test]
+fn close_timeout_from_a_worker_shuts_down_and_returns_false_at_once() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let inner = pool.clone();
+    // From inside, waiting for termination would wait for this very task: `false` at once
+    // (the bound would make a hang fail the test rather than stall it).
+    let from_worker = pool
+        .submit(move || {
+            let t0 = Instant::now();
+            let terminated = inner.close_timeout(BOUND);
+            (terminated, t0.elapsed() < BOUND)
+        })
+        .unwrap();
+    assert_eq!(from_worker.get().unwrap(), (false, true));
+    assert!(pool.is_shutdown());
+    assert!(pool.await_termination(BOUND));
 }

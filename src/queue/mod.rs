@@ -398,6 +398,20 @@ impl<E: Timed> Locked<'_, E> {
         entry
     }
 
+    /// Changes the key of the entry `h` names with `f` (I5: signals a waiter if the head
+    /// may have changed); `false` for a stale handle. O(log n).
+    pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> bool {
+        match self.state.store.update(h, f) {
+            Some(head_changed) => {
+                if head_changed {
+                    self.queue.signal_head_changed(&self.state);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Removes everything (entries in no particular order).
     pub(crate) fn clear(&mut self) -> Vec<E> {
         let out = self.state.store.clear();

@@ -168,6 +168,15 @@ impl<E: Timed> Store<E, SlotTable> {
         };
         (self.heap.remove(h.0), at == 0)
     }
+
+    /// Changes the key of the entry `h` names with `f`; `None` for a stale handle, else
+    /// whether the head may have changed (it was or became the heap's root). O(log n).
+    #[inline]
+    pub(crate) fn update(&mut self, h: Handle, f: impl FnOnce(&mut E)) -> Option<bool> {
+        let at = self.heap.position(h.0)?;
+        let now = self.heap.update_at(at, f);
+        Some(at == 0 || now == 0)
+    }
 }
 
 /// Where a tracked entry's [`Position`] says it is.

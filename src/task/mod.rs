@@ -171,7 +171,7 @@ impl Header {
 impl fmt::Debug for Header {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Header")
-            .field("id", &self.id())
+            .field("id", &format_args!("{:#x}", self.id()))
             .field("periodic", &self.periodic)
             .field("state", &state::name(self.state()))
             .field("deadline", &Duration::from_nanos(self.deadline()))
