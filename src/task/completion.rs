@@ -178,24 +178,24 @@ impl<B, T> Completion<B, T> {
 
 impl<B: Send, T: Send> Outcome<T> for Completion<B, T> {
     fn wait(&self, until: Option<Instant>) -> bool {
-        let me = thread::current();
-        let mut registered = false;
+        // This thread's handle, fetched only once it has to wait (a reference count).
+        let mut me: Option<thread::Thread> = None;
         loop {
             {
                 let mut stage = self.stage.lock();
                 let Stage::Pending { waiters, .. } = &mut *stage else {
                     return true;
                 };
-                if !registered {
+                if me.is_none() {
                     // K2: registered in the critical section that saw Pending.
-                    waiters
-                        .get_or_insert_with(Box::default)
-                        .threads
-                        .push(me.clone());
-                    registered = true;
+                    let current = thread::current();
+                    let list = waiters.get_or_insert_with(Box::default);
+                    list.threads.push(current.clone());
+                    me = Some(current);
                 }
             }
             if park_until(until) {
+                let me = me.as_ref().expect("registered before parking");
                 // Timed out: leave the list (a completion may have come meanwhile).
                 let mut stage = self.stage.lock();
                 let Stage::Pending { waiters, .. } = &mut *stage else {
@@ -212,8 +212,13 @@ impl<B: Send, T: Send> Outcome<T> for Completion<B, T> {
     }
 
     fn wait_take(&self) -> Result<T, TaskError> {
-        self.wait(None);
-        match std::mem::replace(&mut *self.stage.lock(), Stage::Taken) {
+        let mut stage = self.stage.lock();
+        if matches!(*stage, Stage::Pending { .. }) {
+            drop(stage);
+            self.wait(None);
+            stage = self.stage.lock();
+        }
+        match std::mem::replace(&mut *stage, Stage::Taken) {
             Stage::Ready(outcome) => outcome,
             Stage::Pending { .. } => unreachable!("waited until not pending"),
             Stage::Taken => panic!("ScheduledFuture outcome taken twice (polled after Ready?)"),
