@@ -7,12 +7,14 @@ use std::time::{Duration, Instant};
 
 use crate::builder::Builder;
 use crate::clock::{self, Ticks};
+use crate::context::{TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::{PendingTask, ScheduledFuture};
-use crate::periodic::Periodic;
+use crate::periodic::{Next, Periodic};
 use crate::pool::{self, Policy, Shared};
 use crate::stats::PoolStats;
 use crate::sync::Arc;
+use crate::task::{OnceBody, Plain};
 
 /// A pool of worker threads that runs tasks after a delay or periodically: Rust's
 /// `java.util.concurrent.ScheduledThreadPoolExecutor`.
@@ -186,6 +188,45 @@ impl ScheduledThreadPoolExecutor {
         self.schedule_once(now, Some(now), task)
     }
 
+    /// Runs `task` once after `delay`, as [`schedule`](Self::schedule) does, handing it a
+    /// [`TaskContext`]: its own cancel handle (usable from the first run on, with no race
+    /// against the future being returned), its deadline, its run count, and whether it
+    /// has been asked to stop ([`ScheduledFuture::interrupt`], `shutdown_now`).
+    ///
+    /// ```
+    /// use schedpool::{ScheduledThreadPoolExecutor, TaskContext};
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let (tx, rx) = mpsc::channel();
+    /// let fut = pool
+    ///     .schedule_with_context(Duration::from_millis(5), move |ctx: &TaskContext<'_>| {
+    ///         tx.send(ctx.cancel_handle()).unwrap(); // e.g. into a registry of running work
+    ///         ctx.runs()
+    ///     })
+    ///     .unwrap();
+    /// let handle = rx.recv().unwrap();
+    /// assert_eq!(fut.get().unwrap(), 1);
+    /// assert!(handle.is_done());
+    /// pool.close();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule).
+    pub fn schedule_with_context<F, T>(
+        &self,
+        delay: Duration,
+        task: F,
+    ) -> Result<ScheduledFuture<T>, ScheduleError>
+    where
+        F: FnOnce(&TaskContext<'_>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let now = self.shared.clock().now();
+        self.schedule_body(clock::add(now, delay), Some(now), WithContext(task))
+    }
+
     /// `now`: the clock reading `deadline` was computed from, if any (`Shared::submit`).
     fn schedule_once<F, T>(
         &self,
@@ -195,6 +236,19 @@ impl ScheduledThreadPoolExecutor {
     ) -> Result<ScheduledFuture<T>, ScheduleError>
     where
         F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.schedule_body(deadline, now, Plain(task))
+    }
+
+    fn schedule_body<B, T>(
+        &self,
+        deadline: Ticks,
+        now: Option<Ticks>,
+        task: B,
+    ) -> Result<ScheduledFuture<T>, ScheduleError>
+    where
+        B: OnceBody<T>,
         T: Send + 'static,
     {
         let (task, pool) = self.shared.schedule_once(deadline, now, task)?;
@@ -224,7 +278,60 @@ impl ScheduledThreadPoolExecutor {
     where
         F: FnMut() + Send + 'static,
     {
-        let (task, pool) = self.shared.schedule_periodic(spec, task)?;
+        let (task, pool) = self.shared.schedule_periodic(spec, Plain(task))?;
+        Ok(ScheduledFuture::new(task, pool))
+    }
+
+    /// As [`schedule_periodic`](Self::schedule_periodic), with a closure that gets a
+    /// [`TaskContext`] and says what comes next ([`Next`]): carry on with the spec's rule,
+    /// run next after a delay or at an instant of its choosing, or stop (the future then
+    /// completes with `Ok(())`). A poller that backs off while there is nothing to do,
+    /// without a shared atomic or a custom [`Trigger`](crate::Trigger):
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, Next, Periodic, ScheduledThreadPoolExecutor};
+    /// use std::collections::VecDeque;
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
+    /// let inbox = Arc::new(Mutex::new(VecDeque::from([1, 2])));
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let (q, out) = (inbox.clone(), seen.clone());
+    /// let poller = pool
+    ///     .schedule_periodic_with_context(Periodic::with_fixed_delay(Duration::from_millis(10)), move |_ctx| {
+    ///         match q.lock().unwrap().pop_front() {
+    ///             Some(0) => Next::Stop,                                    // "shut down" message
+    ///             Some(m) => { out.lock().unwrap().push(m); Next::Continue } // again in 10 ms
+    ///             None => Next::After(Duration::from_secs(1)),              // idle: back off
+    ///         }
+    ///     })
+    ///     .unwrap();
+    /// for _ in 0..3 {
+    ///     clock.advance(Duration::from_millis(10));
+    ///     pool.wait_idle(Duration::from_secs(10));
+    /// }
+    /// assert_eq!(*seen.lock().unwrap(), [1, 2]); // the third run found nothing
+    /// inbox.lock().unwrap().push_back(0);
+    /// clock.advance(Duration::from_millis(10));
+    /// pool.wait_idle(Duration::from_secs(10));
+    /// assert!(!poller.is_done(), "backing off: not run 10 ms later");
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(poller.get().unwrap(), ()); // stopped by the message
+    /// ```
+    ///
+    /// # Errors
+    /// As [`schedule_periodic`](Self::schedule_periodic).
+    pub fn schedule_periodic_with_context<F>(
+        &self,
+        spec: Periodic,
+        task: F,
+    ) -> Result<ScheduledFuture<()>, ScheduleError>
+    where
+        F: FnMut(&TaskContext<'_>) -> Next + Send + 'static,
+    {
+        let (task, pool) = self.shared.schedule_periodic(spec, WithContext(task))?;
         Ok(ScheduledFuture::new(task, pool))
     }
 

@@ -54,6 +54,44 @@ impl<T> ScheduledFuture<T> {
         self.shared.cancel(self.job())
     }
 
+    /// Cancels the task like [`cancel`](Self::cancel), and a *running* one-shot too: the
+    /// cooperative form of Java's `cancel(true)` (Rust has no thread interrupts). `true`
+    /// if this call cancelled the task: it was pending or running. When it returns true,
+    /// the future is done and reports [`TaskError::Cancelled`] at once, as Java's does
+    /// after `cancel(true)`, whatever a run still in progress later returns (its output
+    /// is dropped). The run itself goes on until its closure notices, through
+    /// [`TaskContext::is_cancelled`](crate::TaskContext::is_cancelled), or ends; a
+    /// periodic task is not run again. `false` if the task had finished or was cancelled
+    /// before.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let (started, on_start) = mpsc::channel();
+    /// let fut = pool
+    ///     .schedule_with_context(Duration::ZERO, move |ctx| {
+    ///         started.send(()).unwrap();
+    ///         let mut polls = 0u64;
+    ///         while !ctx.is_cancelled() {
+    ///             polls += 1; // a long job that checks now and then
+    ///             std::thread::yield_now();
+    ///         }
+    ///         polls
+    ///     })
+    ///     .unwrap();
+    /// on_start.recv().unwrap();
+    /// assert!(!fut.cancel(), "a plain cancel leaves a running one-shot alone");
+    /// assert!(fut.interrupt(), "an interrupt asks it to stop");
+    /// assert!(fut.get().unwrap_err().is_cancelled());
+    /// pool.close();
+    /// ```
+    pub fn interrupt(&self) -> bool {
+        self.shared.interrupt(self.job())
+    }
+
     /// `true` if the task was cancelled (by any means).
     pub fn is_cancelled(&self) -> bool {
         self.job().header().state() == state::CANCELLED
@@ -170,9 +208,19 @@ pub struct CancelHandle {
 }
 
 impl CancelHandle {
+    /// A handle for `job` in the pool `shared` (a task context's, `context.rs`).
+    pub(crate) fn new(job: Arc<dyn Job>, shared: PoolRef) -> Self {
+        CancelHandle { job, shared }
+    }
+
     /// As [`ScheduledFuture::cancel`].
     pub fn cancel(&self) -> bool {
         self.shared.cancel(&*self.job)
+    }
+
+    /// As [`ScheduledFuture::interrupt`].
+    pub fn interrupt(&self) -> bool {
+        self.shared.interrupt(&*self.job)
     }
 
     /// As [`ScheduledFuture::is_cancelled`].
@@ -228,7 +276,7 @@ impl PendingTask {
     /// future; this call does not unwind. Does nothing if the task was cancelled meanwhile.
     pub fn run(mut self) {
         if let Some(job) = self.job.take() {
-            let report = job.run_now(self.shared.clock(), true);
+            let report = job.run_now(&self.shared.env_now(&job), true);
             debug_assert!(report.next.is_none(), "a pending task runs once");
             crate::task::drop_quietly(job);
         }

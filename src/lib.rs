@@ -68,6 +68,7 @@
 
 mod builder;
 mod clock;
+mod context;
 #[cfg(feature = "cron")]
 mod cron;
 mod delay_queue;
@@ -93,13 +94,14 @@ mod loom_task;
 
 pub use builder::{Builder, RejectionPolicy};
 pub use clock::ManualClock;
+pub use context::TaskContext;
 #[cfg(feature = "cron")]
 pub use cron::{CronError, CronTrigger};
 pub use delay_queue::{DelayKey, DelayQueue};
 pub use error::{PanicPayload, ScheduleError, TaskError};
 pub use executor::ScheduledThreadPoolExecutor;
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
-pub use periodic::{MissedTicks, OnPanic, Periodic, Trigger, TriggerContext};
+pub use periodic::{MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use queue::SpinPolicy;
 pub use stats::PoolStats;

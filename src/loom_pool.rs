@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::pool::Shared;
 use crate::sync::{thread, Arc};
-use crate::task::{state, Job, OnceTask, TypedJob};
+use crate::task::{state, Job, OnceTask, Plain, TypedJob};
 use crate::{Builder, ManualClock, ScheduledThreadPoolExecutor};
 
 /// An executor on a `ManualClock` whose only worker is played by the model (no thread
@@ -25,7 +25,7 @@ pub(crate) fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Shared
 fn loom_submit_vs_surplus_exit() {
     loom::model(|| {
         let (_ex, shared) = pool(Builder::new().allow_core_thread_timeout(true));
-        let task = Arc::new(OnceTask::new(1_000_000, || ()));
+        let task = Arc::new(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
@@ -54,7 +54,7 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
     loom::model(|| {
         let (ex, shared) =
             pool(Builder::new().execute_existing_delayed_tasks_after_shutdown(false));
-        let task = Arc::new(OnceTask::new(1_000_000, || ()));
+        let task = Arc::new(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {

@@ -1,6 +1,6 @@
 //! loom models of the task state machine (`task/`, T1–T3) and of its interplay with the
 //! pool (`pool/`, E2): cancel vs start, cancel vs periodic re-enqueue,
-//! and waiting for a future vs its completion.
+//! and waiting for a future vs its completion, and an interrupt vs a one-shot's run.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -9,7 +9,18 @@ use crate::clock::{Clock, ManualClock};
 use crate::periodic::{Limits, Schedule};
 use crate::pool::Shared;
 use crate::sync::{thread, Arc};
-use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob};
+use crate::task::{state, Job, OnceTask, PeriodicTask, Plain, RunEnv, TypedJob};
+
+/// The environment of a bare run at time 0 (no pool, no counters).
+fn bare_env(clock: &Clock) -> RunEnv<'_> {
+    RunEnv {
+        now: 0,
+        clock,
+        counters: None,
+        job: None,
+        pool: None,
+    }
+}
 use crate::{Builder, MissedTicks, OnPanic};
 
 /// Counts drops of the closure that owns it.
@@ -35,15 +46,18 @@ fn loom_cancel_vs_start() {
         let drops = Arc::new(AtomicUsize::new(0));
         let runs = Arc::new(AtomicUsize::new(0));
         let (guard, r) = (DropCount(drops.clone()), runs.clone());
-        let task = Arc::new(OnceTask::new(0, move || {
-            let _owned = &guard;
-            r.fetch_add(1, Ordering::SeqCst);
-            5
-        }));
+        let task = Arc::new(OnceTask::new(
+            0,
+            Plain(move || {
+                let _owned = &guard;
+                r.fetch_add(1, Ordering::SeqCst);
+                5
+            }),
+        ));
         let clock = Clock::Manual(ManualClock::new());
         let runner = {
             let task = task.clone();
-            thread::spawn(move || task.run(0, &clock, None).ran)
+            thread::spawn(move || task.run(&bare_env(&clock)).ran)
         };
         let cancelled = task.header().cancel();
         if cancelled {
@@ -76,9 +90,14 @@ fn loom_cancel_vs_periodic_requeue() {
             max_lateness: None,
             max_runs: None,
         };
-        let task = Arc::new(PeriodicTask::new(0, rule, limits, move || {
-            let _owned = &guard;
-        }));
+        let task = Arc::new(PeriodicTask::new(
+            0,
+            rule,
+            limits,
+            Plain(move || {
+                let _owned = &guard;
+            }),
+        ));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job, None, true).unwrap();
         let home = task.header().home();
@@ -88,7 +107,7 @@ fn loom_cancel_vs_periodic_requeue() {
                 // None: the cancel below removed it first.
                 let polled = shared.queue.lock(home).poll();
                 if let Some(entry) = polled {
-                    let report = entry.value.run(0, shared.clock(), None);
+                    let report = entry.value.run(&bare_env(shared.clock()));
                     if let Some(next) = report.next {
                         shared.requeue(entry.value, next);
                     }
@@ -108,11 +127,57 @@ fn loom_cancel_vs_periodic_requeue() {
     });
 }
 
+/// T1–T3 with an interrupt (`ScheduledFuture::interrupt`): against a one-shot that starts
+/// and ends, exactly one terminal transition wins. If the interrupt wins, the future says
+/// `Cancelled` and the run's output (if it ran) is dropped by the runner; if the run wins,
+/// the interrupt returns false and the future has the value. The closure and the output
+/// are each dropped exactly once.
+#[test]
+fn loom_interrupt_vs_completion() {
+    loom::model(|| {
+        let closure_drops = Arc::new(AtomicUsize::new(0));
+        let output_drops = Arc::new(AtomicUsize::new(0));
+        let guard = DropCount(closure_drops.clone());
+        let out = output_drops.clone();
+        let task = Arc::new(OnceTask::new(
+            0,
+            Plain(move || {
+                let _owned = &guard;
+                DropCount(out)
+            }),
+        ));
+        let clock = Clock::Manual(ManualClock::new());
+        let runner = {
+            let task = task.clone();
+            thread::spawn(move || task.run(&bare_env(&clock)).ran)
+        };
+        let interrupted = task.header().interrupt();
+        if interrupted {
+            task.finish_cancelled();
+        }
+        let ran = runner.join().unwrap();
+        assert!(ran || interrupted, "the task ran or was interrupted first");
+        assert_eq!(closure_drops.load(Ordering::SeqCst), 1, "T3: the closure once");
+        let outcome = task.outcome().wait_take();
+        assert_eq!(outcome.is_err(), interrupted, "the future matches the interrupt");
+        drop(outcome);
+        assert_eq!(
+            output_drops.load(Ordering::SeqCst),
+            usize::from(ran),
+            "the output, if made, dropped once (by the runner or with the outcome)"
+        );
+        assert_eq!(
+            task.header().state(),
+            if interrupted { state::CANCELLED } else { state::DONE }
+        );
+    });
+}
+
 /// T2: a waiter blocked on a future is woken by the completion, whichever comes first.
 #[test]
 fn loom_wait_vs_complete() {
     loom::model(|| {
-        let task = Arc::new(OnceTask::new(0, || 9));
+        let task = Arc::new(OnceTask::new(0, Plain(|| 9)));
         let waiter = {
             let task = task.clone();
             thread::spawn(move || {
@@ -121,7 +186,7 @@ fn loom_wait_vs_complete() {
             })
         };
         let clock = Clock::Manual(ManualClock::new());
-        assert!(task.run(0, &clock, None).ran);
+        assert!(task.run(&bare_env(&clock)).ran);
         assert_eq!(waiter.join().unwrap(), 9);
     });
 }
@@ -140,7 +205,7 @@ fn loom_async_waker_vs_complete() {
     }
 
     loom::model(|| {
-        let task = Arc::new(OnceTask::new(0, || 4));
+        let task = Arc::new(OnceTask::new(0, Plain(|| 4)));
         let poller = {
             let task = task.clone();
             thread::spawn(move || {
@@ -160,7 +225,7 @@ fn loom_async_waker_vs_complete() {
             })
         };
         let clock = Clock::Manual(ManualClock::new());
-        assert!(task.run(0, &clock, None).ran);
+        assert!(task.run(&bare_env(&clock)).ran);
         assert_eq!(poller.join().unwrap(), 4);
     });
 }
@@ -172,7 +237,7 @@ fn loom_async_waker_vs_complete() {
 fn loom_shutdown_vs_schedule() {
     loom::model(|| {
         let (ex, shared) = pool_with_model_worker();
-        let task = Arc::new(OnceTask::new(1_000_000, || ()));
+        let task = Arc::new(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
@@ -202,7 +267,7 @@ fn loom_shutdown_vs_periodic_requeue() {
             max_lateness: None,
             max_runs: None,
         };
-        let task = Arc::new(PeriodicTask::new(0, rule, limits, || ()));
+        let task = Arc::new(PeriodicTask::new(0, rule, limits, Plain(|| ())));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job, None, true).unwrap();
         let entry = shared
@@ -213,7 +278,7 @@ fn loom_shutdown_vs_periodic_requeue() {
         let worker = {
             let shared = shared.clone();
             thread::spawn(move || {
-                let report = entry.value.run(0, shared.clock(), None);
+                let report = entry.value.run(&bare_env(shared.clock()));
                 if let Some(next) = report.next {
                     shared.requeue(entry.value, next);
                 }
@@ -233,7 +298,7 @@ fn loom_shutdown_vs_periodic_requeue() {
 fn loom_cancel_vs_reschedule() {
     loom::model(|| {
         let (_ex, shared) = pool_with_model_worker();
-        let task = Arc::new(OnceTask::new(5_000_000, || ()));
+        let task = Arc::new(OnceTask::new(5_000_000, Plain(|| ())));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job, None, true).unwrap();
         let rescheduler = {

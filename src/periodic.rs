@@ -50,6 +50,24 @@ pub enum MissedTicks {
     Skip,
 }
 
+/// What a periodic run says comes next, for the closures of
+/// [`schedule_periodic_with_context`](crate::ScheduledThreadPoolExecutor::schedule_periodic_with_context).
+/// Times are in the executor's clock.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// The spec's rule decides (fixed rate, fixed delay or trigger), as for a plain
+    /// periodic closure.
+    Continue,
+    /// The next run is due this long after this run ends. The rule goes on from there: a
+    /// fixed-rate task counts its periods from the new deadline.
+    After(Duration),
+    /// The next run is due at this instant (the past: as soon as possible).
+    At(Instant),
+    /// No more runs: the future completes with `Ok(())`.
+    Stop,
+}
+
 /// What a periodic task does when a run panics.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

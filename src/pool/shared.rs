@@ -17,7 +17,10 @@ use crate::queue::sharded::{AllShards, ShardGuard, ShardedQueue};
 use crate::queue::{Position, TimedEntry, Tracked};
 use crate::stats::{self, Counters, Lateness, PoolStats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
-use crate::task::{state, Job, OnceTask, PeriodicTask, TypedJob, NO_DEADLINE};
+use crate::task::{
+    state, Job, OnceBody, OnceTask, PeriodicBody, PeriodicTask, Plain, RunEnv, TypedJob,
+    NO_DEADLINE,
+};
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
 pub(crate) type Entry = TimedEntry<Arc<dyn Job>>;
@@ -121,14 +124,14 @@ impl Shared {
     }
 
     /// Builds and submits a one-shot task; `due` as for [`submit`](Self::submit).
-    pub(crate) fn schedule_once<F, T>(
+    pub(crate) fn schedule_once<B, T>(
         self: &Arc<Self>,
         deadline: Ticks,
         now: Option<Ticks>,
-        task: F,
+        task: B,
     ) -> Result<(Arc<dyn TypedJob<T>>, PoolRef), ScheduleError>
     where
-        F: FnOnce() -> T + Send + 'static,
+        B: OnceBody<T>,
         T: Send + 'static,
     {
         let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(deadline, task));
@@ -148,7 +151,7 @@ impl Shared {
     {
         let deadline = self.clock().now();
         self.submit(
-            Arc::new(OnceTask::new(deadline, task)),
+            Arc::new(OnceTask::new(deadline, Plain(task))),
             Some(deadline),
             false,
         )
@@ -157,13 +160,13 @@ impl Shared {
 
     /// Builds and submits a periodic task (see
     /// `ScheduledThreadPoolExecutor::schedule_periodic`).
-    pub(crate) fn schedule_periodic<F>(
+    pub(crate) fn schedule_periodic<B>(
         self: &Arc<Self>,
         spec: Periodic,
-        task: F,
+        task: B,
     ) -> Result<(Arc<dyn TypedJob<()>>, PoolRef), ScheduleError>
     where
-        F: FnMut() + Send + 'static,
+        B: PeriodicBody,
     {
         let Periodic {
             schedule,
@@ -216,6 +219,18 @@ impl Shared {
         Ok((typed, stripe.unwrap_or_else(|| Stripe::new(self.clone()))))
     }
 
+    /// The environment of a run of `job` on the calling thread, now (`CallerRuns`,
+    /// `PendingTask::run`): the pool's clock and the pool itself, no counters.
+    pub(crate) fn env_now<'a>(self: &'a Arc<Self>, job: &'a Arc<dyn Job>) -> RunEnv<'a> {
+        RunEnv {
+            now: self.clock().now(),
+            clock: self.clock(),
+            counters: None,
+            job: Some(job),
+            pool: Some(self),
+        }
+    }
+
     /// A handle was cloned. Relaxed: a new handle is made from a live one, which keeps the
     /// count above zero.
     pub(crate) fn handle_cloned(&self) {
@@ -230,6 +245,11 @@ impl Shared {
 
     pub(crate) fn is_shutdown(&self) -> bool {
         !self.control.load().is_running()
+    }
+
+    /// `shutdown_now` was called: running tasks are asked to stop (`TaskContext::is_cancelled`).
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.control.load().run_state() == RunState::Stop
     }
 
     pub(crate) fn is_terminating(&self) -> bool {
@@ -422,7 +442,7 @@ impl Shared {
                 Err(reason)
             }
             RejectionPolicy::CallerRuns => {
-                let report = job.run_now(self.clock(), false);
+                let report = job.run_now(&self.env_now(&job), false);
                 if let Some(next) = report.next {
                     self.requeue(job, next);
                 }
@@ -534,8 +554,23 @@ impl Shared {
     /// Cancels a task; with `remove_on_cancel`, removes it from the queue first. Returns
     /// true if this call cancelled it.
     pub(crate) fn cancel(&self, job: &dyn Job) -> bool {
+        self.cancel_as(job, false)
+    }
+
+    /// An interrupt (Java's `cancel(true)`): as [`cancel`](Self::cancel), and a running
+    /// one-shot is cancelled too (`task/state.rs`); its run sees it through its context.
+    pub(crate) fn interrupt(&self, job: &dyn Job) -> bool {
+        self.cancel_as(job, true)
+    }
+
+    fn cancel_as(&self, job: &dyn Job, interrupt: bool) -> bool {
         let header = job.header();
-        if !header.cancel() {
+        let won = if interrupt {
+            header.interrupt()
+        } else {
+            header.cancel()
+        };
+        if !won {
             return false;
         }
         // Relaxed: a setting; the removal itself is ordered by the home shard's lock (T4).

@@ -20,7 +20,7 @@ use crate::clock::{self, Ticks};
 use crate::queue::Take;
 use crate::stats;
 use crate::sync::Arc;
-use crate::task::{drop_quietly, Job};
+use crate::task::{drop_quietly, Job, RunEnv};
 
 thread_local! {
     /// The address of the `Shared` this thread works for; 0 on other threads.
@@ -105,7 +105,14 @@ fn run_task(
         kind = job.schedule().name(),
         lateness_us = lateness.as_micros() as u64,
     );
-    let report = span.in_scope(|| job.run(now, shared.clock(), Some(&shared.counters)));
+    let env = RunEnv {
+        now,
+        clock: shared.clock(),
+        counters: Some(&shared.counters),
+        job: Some(&job),
+        pool: Some(shared),
+    };
+    let report = span.in_scope(|| job.run(&env));
     if report.ran {
         shared.lateness.record(index, now.saturating_sub(deadline));
         if lateness > shared.config.late_threshold {

@@ -13,7 +13,9 @@
 //!   the worker; its next deadline comes from its `Schedule` (`periodic.rs`).
 //!
 //! # Invariants
-//! - T1: at most one thread is between a successful `start` and the end of that run.
+//! - T1: at most one thread is between a successful `start` and the end of that run. (An
+//!   interrupt moves a running task to CANCELLED; its runner is still the only thread in
+//!   the run, and its own terminal exchange then fails.)
 //! - T2: exactly one transition into a terminal state succeeds; its author, and only it,
 //!   completes the [`Completion`] (so a future's outcome is written once).
 //! - T3: the closure lives in the task's stage (`completion.rs`) while SCHEDULED. The
@@ -44,7 +46,8 @@ mod once;
 mod periodic;
 pub(crate) mod state;
 
-use crate::sync::Ordering;
+use crate::sync::{Arc, Ordering};
+use std::any::Any;
 use std::fmt;
 use std::time::Duration;
 
@@ -160,6 +163,13 @@ impl Header {
         self.state.cancel(self.periodic)
     }
 
+    /// -> CANCELLED from SCHEDULED or RUNNING, for any kind (`state.rs`: an interrupt).
+    /// `true` if this call made the transition (T2, as for [`cancel`](Self::cancel)).
+    #[must_use]
+    pub(crate) fn interrupt(&self) -> bool {
+        self.state.interrupt()
+    }
+
     /// `from` -> `to` (`state.rs`); `true` if this call made it.
     #[must_use]
     #[inline]
@@ -201,6 +211,73 @@ impl RunReport {
     };
 }
 
+/// What a run gets from whoever runs it.
+pub(crate) struct RunEnv<'a> {
+    /// When the run was taken (the worker's take, or the clock's reading for a run on the
+    /// caller's thread).
+    pub(crate) now: Ticks,
+    pub(crate) clock: &'a Clock,
+    /// The pool's counters, counted before the future completes (so a caller that saw the
+    /// outcome sees the run counted); `None` where runs are not counted.
+    pub(crate) counters: Option<&'a Counters>,
+    /// The task as the queue holds it (for a task context's cancel handle); `None` in
+    /// unit tests that run a bare task.
+    pub(crate) job: Option<&'a Arc<dyn Job>>,
+    /// The pool that runs it (an `Arc<pool::Shared>`, erased: this layer only passes it
+    /// on, to the task context, `context.rs`).
+    pub(crate) pool: Option<&'a (dyn Any + Send + Sync)>,
+}
+
+/// What a task's closure is called with: the environment, and this run's facts.
+pub(crate) struct RunCx<'a> {
+    pub(crate) env: &'a RunEnv<'a>,
+    pub(crate) header: &'a Header,
+    /// This run's deadline.
+    pub(crate) deadline: Ticks,
+    /// Runs so far, this one included.
+    pub(crate) runs: u64,
+}
+
+/// A one-shot's closure as its task calls it: a plain closure ([`Plain`]), or one that
+/// takes a task context (`context.rs`).
+pub(crate) trait OnceBody<T>: Send + 'static {
+    fn call(self, cx: &RunCx<'_>) -> T;
+}
+
+/// A periodic task's closure as its task calls it; it says what comes next.
+pub(crate) trait PeriodicBody: Send + 'static {
+    fn call(&mut self, cx: &RunCx<'_>) -> Step;
+}
+
+/// What a periodic run says comes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The schedule's rule decides.
+    Continue,
+    /// The next run is due at this time.
+    At(Ticks),
+    /// No more runs: the future completes with `Ok(())`.
+    Stop,
+}
+
+/// A closure that takes no context.
+pub(crate) struct Plain<F>(pub(crate) F);
+
+impl<F: FnOnce() -> T + Send + 'static, T> OnceBody<T> for Plain<F> {
+    #[inline]
+    fn call(self, _: &RunCx<'_>) -> T {
+        (self.0)()
+    }
+}
+
+impl<F: FnMut() + Send + 'static> PeriodicBody for Plain<F> {
+    #[inline]
+    fn call(&mut self, _: &RunCx<'_>) -> Step {
+        (self.0)();
+        Step::Continue
+    }
+}
+
 /// A task as the queue and the workers see it.
 pub(crate) trait Job: Send + Sync {
     fn header(&self) -> &Header;
@@ -214,16 +291,15 @@ pub(crate) trait Job: Send + Sync {
     /// When the task runs (the `kind` of its `task` span).
     fn schedule(&self) -> &Schedule;
 
-    /// Runs the task once on a worker (Java: `run`, or `runAndReset` for a periodic task).
-    /// `now` is the time the worker took it.
-    /// `counters`: the pool's, counted before the future completes (so a caller that saw
-    /// the outcome sees the run counted); `None` where runs are not counted.
-    fn run(&self, now: Ticks, clock: &Clock, counters: Option<&Counters>) -> RunReport;
+    /// Runs the task once on a worker (Java: `run`, or `runAndReset` for a periodic task),
+    /// in the environment `env` (its `now` is the time the worker took it).
+    fn run(&self, env: &RunEnv<'_>) -> RunReport;
 
-    /// Runs the task once on this thread for a `PendingTask` or `CallerRuns`: a one-shot
-    /// completes; a periodic task runs once and then, if `then_cancel`, ends cancelled.
-    /// Returns the report (`next` is set for a periodic task that may continue).
-    fn run_now(&self, clock: &Clock, then_cancel: bool) -> RunReport;
+    /// Runs the task once on this thread for a `PendingTask` or `CallerRuns` (`env.now`:
+    /// the clock's reading now): a one-shot completes; a periodic task runs once and then,
+    /// if `then_cancel`, ends cancelled. Returns the report (`next` is set for a periodic
+    /// task that may continue).
+    fn run_now(&self, env: &RunEnv<'_>, then_cancel: bool) -> RunReport;
 
     /// After `Header::cancel` returned true: drops the closure (if this thread holds the
     /// last copy, T3) and completes the future with `Cancelled` (T2). Never under a lock.
@@ -246,6 +322,17 @@ pub(crate) mod testing {
     /// A fresh manual clock.
     pub(crate) fn clock() -> Clock {
         Clock::Manual(crate::ManualClock::new())
+    }
+
+    /// The environment of a bare task's run at `now` (no pool, no counters).
+    pub(crate) fn env(clock: &Clock, now: crate::clock::Ticks) -> super::RunEnv<'_> {
+        super::RunEnv {
+            now,
+            clock,
+            counters: None,
+            job: None,
+            pool: None,
+        }
     }
 
     /// Counts drops of the value it is captured in.

@@ -3,11 +3,13 @@
 //! SCHEDULED -> RUNNING -> DONE or PANICKED, or SCHEDULED -> CANCELLED; a started
 //! one-shot cannot be cancelled (`state.rs`). T1–T3 are stated in `task/mod.rs`.
 
-use super::{count_run, drop_quietly, Completion, Header, Job, Outcome, RunReport, TypedJob};
-use crate::clock::{Clock, Ticks};
+use super::{
+    count_run, drop_quietly, Completion, Header, Job, OnceBody, Outcome, RunCx, RunEnv, RunReport,
+    TypedJob,
+};
+use crate::clock::Ticks;
 use crate::error::{run_caught, TaskError};
 use crate::periodic::Schedule;
-use crate::stats::Counters;
 
 /// A one-shot task (Java: `ScheduledFutureTask` with `period == 0`).
 pub(crate) struct OnceTask<F, T> {
@@ -18,7 +20,7 @@ pub(crate) struct OnceTask<F, T> {
 
 impl<F, T> OnceTask<F, T>
 where
-    F: FnOnce() -> T + Send + 'static,
+    F: OnceBody<T>,
     T: Send + 'static,
 {
     pub(crate) fn new(deadline: Ticks, f: F) -> Self {
@@ -29,23 +31,32 @@ where
     }
 
     /// The run after a successful `start`.
-    fn run_started(&self, counters: Option<&Counters>) -> RunReport {
+    fn run_started(&self, env: &RunEnv<'_>) -> RunReport {
         let Some(f) = self.done.take_body() else {
-            debug_assert!(false, "T3: a started one-shot has its closure");
+            // T3: an interrupt came between the start and this take, and its author took
+            // the closure: no run.
             return RunReport::NOT_RUN;
         };
-        let outcome = run_caught(f);
-        count_run(counters, outcome.is_err());
+        let cx = RunCx {
+            env,
+            header: &self.header,
+            deadline: self.header.deadline(),
+            runs: 1,
+        };
+        let outcome = run_caught(|| f.call(&cx));
+        count_run(env.counters, outcome.is_err());
+        // T2: the exchange fails only if an interrupt cancelled the run meanwhile; the
+        // interrupter completed the future, and the outcome is dropped here.
         match outcome {
             Ok(value) => {
-                let finished = self
+                if self
                     .header
-                    .transition(super::state::RUNNING, super::state::DONE);
-                debug_assert!(
-                    finished,
-                    "T1: only the runner leaves RUNNING for a one-shot"
-                );
-                self.done.complete(Ok(value));
+                    .transition(super::state::RUNNING, super::state::DONE)
+                {
+                    self.done.complete(Ok(value));
+                } else {
+                    drop_quietly(value);
+                }
                 RunReport {
                     ran: true,
                     skipped: false,
@@ -54,14 +65,14 @@ where
                 }
             }
             Err((payload, msg)) => {
-                let finished = self
+                if self
                     .header
-                    .transition(super::state::RUNNING, super::state::PANICKED);
-                debug_assert!(
-                    finished,
-                    "T1: only the runner leaves RUNNING for a one-shot"
-                );
-                self.done.complete(Err(TaskError::Panicked(payload)));
+                    .transition(super::state::RUNNING, super::state::PANICKED)
+                {
+                    self.done.complete(Err(TaskError::Panicked(payload)));
+                } else {
+                    drop_quietly(payload);
+                }
                 RunReport {
                     ran: true,
                     skipped: false,
@@ -75,7 +86,7 @@ where
 
 impl<F, T> Job for OnceTask<F, T>
 where
-    F: FnOnce() -> T + Send + 'static,
+    F: OnceBody<T>,
     T: Send + 'static,
 {
     fn header(&self) -> &Header {
@@ -87,15 +98,15 @@ where
         &ONCE
     }
 
-    fn run(&self, _now: Ticks, _clock: &Clock, counters: Option<&Counters>) -> RunReport {
+    fn run(&self, env: &RunEnv<'_>) -> RunReport {
         if !self.header.start() {
             return RunReport::NOT_RUN;
         }
-        self.run_started(counters)
+        self.run_started(env)
     }
 
-    fn run_now(&self, clock: &Clock, _then_cancel: bool) -> RunReport {
-        self.run(clock.now(), clock, None)
+    fn run_now(&self, env: &RunEnv<'_>, _then_cancel: bool) -> RunReport {
+        self.run(env)
     }
 
     fn finish_cancelled(&self) {
@@ -105,7 +116,7 @@ where
 
 impl<F, T> TypedJob<T> for OnceTask<F, T>
 where
-    F: FnOnce() -> T + Send + 'static,
+    F: OnceBody<T>,
     T: Send + 'static,
 {
     fn outcome(&self) -> &dyn Outcome<T> {
@@ -117,19 +128,20 @@ where
 mod tests {
     use super::*;
     use crate::task::state;
-    use crate::task::testing::{clock, DropCount};
+    use crate::task::testing::{clock, env, DropCount};
+    use crate::task::Plain;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc as StdArc;
 
     #[test]
     fn one_shot_runs_once_and_completes() {
-        let t = OnceTask::new(0, || 5);
-        let report = t.run(0, &clock(), None);
+        let t = OnceTask::new(0, Plain(|| 5));
+        let report = t.run(&env(&clock(), 0));
         assert!(report.ran && report.next.is_none() && report.panic.is_none());
         assert_eq!(t.header.state(), state::DONE);
         assert!(t.done.wait(None));
         assert_eq!(t.done.wait_take().unwrap(), 5);
-        assert!(!t.run(0, &clock(), None).ran, "T1: no second run");
+        assert!(!t.run(&env(&clock(), 0)).ran, "T1: no second run");
         assert!(
             !t.header.cancel(),
             "a finished one-shot cannot be cancelled"
@@ -138,8 +150,8 @@ mod tests {
 
     #[test]
     fn one_shot_panic_is_captured() {
-        let t = OnceTask::new(0, || -> u8 { panic!("boom") });
-        let report = t.run(0, &clock(), None);
+        let t = OnceTask::new(0, Plain(|| -> u8 { panic!("boom") }));
+        let report = t.run(&env(&clock(), 0));
         assert_eq!(report.panic.as_deref(), Some("boom"));
         assert_eq!(t.header.state(), state::PANICKED);
         assert_eq!(
@@ -152,7 +164,7 @@ mod tests {
     fn cancel_before_start_drops_the_closure_and_prevents_the_run() {
         let drops = StdArc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
-        let t = OnceTask::new(0, move || drop(guard));
+        let t = OnceTask::new(0, Plain(move || drop(guard)));
         assert!(t.header.cancel());
         assert!(!t.header.cancel(), "T2: only one cancel wins");
         t.finish_cancelled();
@@ -161,17 +173,49 @@ mod tests {
             1,
             "T3: dropped at cancel time"
         );
-        assert!(!t.run(0, &clock(), None).ran);
+        assert!(!t.run(&env(&clock(), 0)).ran);
         assert!(t.done.wait_take().unwrap_err().is_cancelled());
     }
 
     #[test]
     fn a_started_one_shot_cannot_be_cancelled() {
-        let t = OnceTask::new(0, || 1);
+        let t = OnceTask::new(0, Plain(|| 1));
         assert!(t.header.start());
         assert!(!t.header.cancel());
-        let report = t.run_started(None);
+        let report = t.run_started(&env(&clock(), 0));
         assert!(report.ran);
         assert_eq!(t.done.wait_take().unwrap(), 1);
+    }
+
+    #[test]
+    fn an_interrupt_between_start_and_run_takes_the_closure_and_prevents_the_run() {
+        let drops = StdArc::new(AtomicUsize::new(0));
+        let guard = DropCount(drops.clone());
+        let ran = StdArc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        let t = OnceTask::new(
+            0,
+            Plain(move || {
+                let _g = &guard;
+                r.fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        assert!(t.header.start());
+        assert!(
+            !t.header.cancel(),
+            "a plain cancel does not stop a started one-shot"
+        );
+        assert!(t.header.interrupt(), "an interrupt does");
+        assert!(!t.header.interrupt(), "T2: once");
+        t.finish_cancelled(); // the interrupter's part: the future reports Cancelled now
+        assert!(t.done.wait_take().unwrap_err().is_cancelled());
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "T3: the closure went with the stage"
+        );
+        assert!(!t.run_started(&env(&clock(), 0)).ran);
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(t.header.state(), state::CANCELLED);
     }
 }

@@ -1,17 +1,21 @@
 //! [`PeriodicTask`]: a task that runs again and again (Java: `ScheduledFutureTask` with
 //! `period != 0`, run with `runAndReset`). After each run it applies, in order, the panic
-//! policy, `max_runs`, then its [`Schedule`]'s next deadline; the worker re-queues it.
+//! policy, `max_runs`, what the closure said comes next ([`Step`]: a context closure may
+//! stop the task or name its next deadline), then its [`Schedule`]'s next deadline; the
+//! worker re-queues it.
 //! T1–T3 are stated in `task/mod.rs`; the RUNNING -> SCHEDULED exchange and the put-back
 //! of the closure happen under the stage's lock (T3, K3 in `completion.rs`).
 
 use super::state;
 use super::NO_DEADLINE;
-use super::{count_run, drop_quietly, Completion, Header, Job, Outcome, RunReport, TypedJob};
-use crate::clock::{self, Clock, Ticks};
+use super::{
+    count_run, drop_quietly, Completion, Header, Job, Outcome, PeriodicBody, RunCx, RunEnv,
+    RunReport, Step, TypedJob,
+};
+use crate::clock::{self, Ticks};
 use crate::error::{run_caught, TaskError};
 use crate::periodic::{Limits, OnPanic, RunTimes, Schedule};
 use crate::queue::LockedCell;
-use crate::stats::Counters;
 
 /// The closure of a periodic task and its run count, kept together in the stage (T3).
 struct Body<F> {
@@ -32,7 +36,7 @@ pub(crate) struct PeriodicTask<F> {
     done: Completion<Body<F>, ()>,
 }
 
-impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
+impl<F: PeriodicBody> PeriodicTask<F> {
     pub(crate) fn new(deadline: Ticks, schedule: Schedule, limits: Limits, f: F) -> Self {
         debug_assert!(
             schedule.is_periodic(),
@@ -71,13 +75,8 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
     }
 
     /// One run after a successful `start`; `next` is `None` if the task ended.
-    fn run_started(
-        &self,
-        now: Ticks,
-        clock: &Clock,
-        then_cancel: bool,
-        counters: Option<&Counters>,
-    ) -> RunReport {
+    fn run_started(&self, env: &RunEnv<'_>, then_cancel: bool) -> RunReport {
+        let (now, clock, counters) = (env.now, env.clock, env.counters);
         let Some(mut body) = self.done.take_body() else {
             // T3: a canceller got here between our start and this take: no run.
             return RunReport::NOT_RUN;
@@ -100,12 +99,22 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
                 panicked: false,
             }
         } else {
-            let outcome = run_caught(&mut body.f);
+            let cx = RunCx {
+                env,
+                header: &self.header,
+                deadline: scheduled,
+                runs: body.runs + 1,
+            };
+            let outcome = run_caught(|| body.f.call(&cx));
             count_run(counters, outcome.is_err());
             body.runs += 1;
             report.ran = true;
+            let mut step = Step::Continue;
             let panicked = match outcome {
-                Ok(()) => false,
+                Ok(s) => {
+                    step = s;
+                    false
+                }
                 Err((payload, msg)) => {
                     report.panic = Some(msg);
                     if self.limits.on_panic == OnPanic::Stop || then_cancel {
@@ -119,9 +128,12 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
                 self.finish(state::CANCELLED, Err(TaskError::Cancelled), body);
                 return report;
             }
-            if self.limits.max_runs.is_some_and(|max| body.runs >= max) {
+            if self.limits.max_runs.is_some_and(|max| body.runs >= max) || step == Step::Stop {
                 self.finish(state::DONE, Ok(()), body);
                 return report;
+            }
+            if let Step::At(next) = step {
+                return self.requeue_at(next, scheduled, body, report);
             }
             let finished = if self.schedule.needs_finish_time() {
                 clock.now()
@@ -145,26 +157,37 @@ impl<F: FnMut() + Send + 'static> PeriodicTask<F> {
                 self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
             }
             Ok(None) => self.finish(state::DONE, Ok(()), body),
-            Ok(Some(next)) => {
-                // T3: the exchange and the put-back happen under the stage's lock.
-                self.header.set_deadline(next);
-                let refused = self.done.put_back(body, || {
-                    self.header.transition(state::RUNNING, state::SCHEDULED)
-                });
-                match refused {
-                    None => report.next = Some(next),
-                    Some(body) => {
-                        self.header.set_deadline(scheduled);
-                        drop_quietly(body); // cancelled during the run; the canceller completed it
-                    }
-                }
+            Ok(Some(next)) => return self.requeue_at(next, scheduled, body, report),
+        }
+        report
+    }
+
+    /// The end of a run that continues: RUNNING -> SCHEDULED with the next deadline, or,
+    /// if the task was cancelled during the run, the closure dropped.
+    fn requeue_at(
+        &self,
+        next: Ticks,
+        scheduled: Ticks,
+        body: Body<F>,
+        mut report: RunReport,
+    ) -> RunReport {
+        // T3: the exchange and the put-back happen under the stage's lock.
+        self.header.set_deadline(next);
+        let refused = self.done.put_back(body, || {
+            self.header.transition(state::RUNNING, state::SCHEDULED)
+        });
+        match refused {
+            None => report.next = Some(next),
+            Some(body) => {
+                self.header.set_deadline(scheduled);
+                drop_quietly(body); // cancelled during the run; the canceller completed it
             }
         }
         report
     }
 }
 
-impl<F: FnMut() + Send + 'static> Job for PeriodicTask<F> {
+impl<F: PeriodicBody> Job for PeriodicTask<F> {
     fn header(&self) -> &Header {
         &self.header
     }
@@ -177,18 +200,18 @@ impl<F: FnMut() + Send + 'static> Job for PeriodicTask<F> {
         &self.schedule
     }
 
-    fn run(&self, now: Ticks, clock: &Clock, counters: Option<&Counters>) -> RunReport {
+    fn run(&self, env: &RunEnv<'_>) -> RunReport {
         if !self.header.start() {
             return RunReport::NOT_RUN;
         }
-        self.run_started(now, clock, false, counters)
+        self.run_started(env, false)
     }
 
-    fn run_now(&self, clock: &Clock, then_cancel: bool) -> RunReport {
+    fn run_now(&self, env: &RunEnv<'_>, then_cancel: bool) -> RunReport {
         if !self.header.start() {
             return RunReport::NOT_RUN;
         }
-        self.run_started(clock.now(), clock, then_cancel, None)
+        self.run_started(env, then_cancel)
     }
 
     fn finish_cancelled(&self) {
@@ -196,7 +219,7 @@ impl<F: FnMut() + Send + 'static> Job for PeriodicTask<F> {
     }
 }
 
-impl<F: FnMut() + Send + 'static> TypedJob<()> for PeriodicTask<F> {
+impl<F: PeriodicBody> TypedJob<()> for PeriodicTask<F> {
     fn outcome(&self) -> &dyn Outcome<()> {
         &self.done
     }
@@ -205,11 +228,16 @@ impl<F: FnMut() + Send + 'static> TypedJob<()> for PeriodicTask<F> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::task::testing::{clock, DropCount};
+    use crate::clock::Clock;
+    use crate::task::testing::{clock, env, DropCount};
+    use crate::task::Plain;
     use crate::MissedTicks;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc as StdArc;
     use std::time::Duration;
+
+    /// A periodic task whose closure is boxed (so it can refer to its own task).
+    type Boxed = PeriodicTask<Plain<Box<dyn FnMut() + Send>>>;
 
     const LIMITS: Limits = Limits {
         on_panic: OnPanic::Stop,
@@ -224,10 +252,10 @@ mod tests {
             100,
             Schedule::FixedRate(Duration::from_nanos(10), MissedTicks::Burst),
             LIMITS,
-            || {},
+            Plain(|| {}),
         );
         assert_eq!(
-            rate.run(150, &c, None).next,
+            rate.run(&env(&c, 150)).next,
             Some(110),
             "previous deadline + period"
         );
@@ -237,13 +265,13 @@ mod tests {
             100,
             Schedule::FixedDelay(Duration::from_nanos(10)),
             LIMITS,
-            || {},
+            Plain(|| {}),
         );
         if let Clock::Manual(m) = &c {
             m.advance(Duration::from_nanos(500));
         }
         assert_eq!(
-            delay.run(500, &c, None).next,
+            delay.run(&env(&c, 500)).next,
             Some(510),
             "end of run + delay"
         );
@@ -253,27 +281,25 @@ mod tests {
     fn cancel_during_a_periodic_run_lets_it_finish_and_stops_it() {
         let drops = StdArc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
-        let t = StdArc::new_cyclic(
-            |weak: &std::sync::Weak<PeriodicTask<Box<dyn FnMut() + Send>>>| {
-                let weak = weak.clone();
-                let f: Box<dyn FnMut() + Send> = Box::new(move || {
-                    let _keep = &guard;
-                    let me = weak.upgrade().unwrap();
-                    assert!(
-                        me.header.cancel(),
-                        "a running periodic task can be cancelled"
-                    );
-                    me.finish_cancelled(); // the closure is with the runner: nothing to drop yet
-                });
-                PeriodicTask::new(
-                    0,
-                    Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
-                    LIMITS,
-                    f,
-                )
-            },
-        );
-        let report = t.run(0, &clock(), None);
+        let t = StdArc::new_cyclic(|weak: &std::sync::Weak<Boxed>| {
+            let weak = weak.clone();
+            let f: Box<dyn FnMut() + Send> = Box::new(move || {
+                let _keep = &guard;
+                let me = weak.upgrade().unwrap();
+                assert!(
+                    me.header.cancel(),
+                    "a running periodic task can be cancelled"
+                );
+                me.finish_cancelled(); // the closure is with the runner: nothing to drop yet
+            });
+            PeriodicTask::new(
+                0,
+                Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
+                LIMITS,
+                Plain(f),
+            )
+        });
+        let report = t.run(&env(&clock(), 0));
         assert!(
             report.ran && report.next.is_none(),
             "no re-enqueue after cancel"
@@ -293,9 +319,9 @@ mod tests {
             0,
             Schedule::FixedDelay(Duration::from_millis(1)),
             LIMITS,
-            || panic!("periodic boom"),
+            Plain(|| panic!("periodic boom")),
         );
-        let report = t.run(0, &clock(), None);
+        let report = t.run(&env(&clock(), 0));
         assert!(report.next.is_none());
         assert_eq!(t.header.state(), state::PANICKED);
         assert_eq!(
@@ -312,13 +338,55 @@ mod tests {
             0,
             Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
             LIMITS,
-            move || {
+            Plain(move || {
                 r.fetch_add(1, Ordering::SeqCst);
-            },
+            }),
         );
-        let report = t.run_now(&clock(), true);
+        let report = t.run_now(&env(&clock(), 0), true);
         assert!(report.ran && report.next.is_none());
         assert_eq!(runs.load(Ordering::SeqCst), 1);
         assert!(t.done.wait_take().unwrap_err().is_cancelled());
+    }
+
+    /// A closure that says what comes next, one answer per run.
+    struct Steps(std::vec::IntoIter<Step>, StdArc<AtomicUsize>);
+
+    impl PeriodicBody for Steps {
+        fn call(&mut self, cx: &RunCx<'_>) -> Step {
+            let n = self.1.fetch_add(1, Ordering::SeqCst) as u64 + 1;
+            assert_eq!(cx.runs, n, "the context counts runs, this one included");
+            self.0.next().unwrap_or(Step::Continue)
+        }
+    }
+
+    #[test]
+    fn a_run_can_name_the_next_deadline_or_stop_the_task() {
+        let c = clock();
+        let runs = StdArc::new(AtomicUsize::new(0));
+        let t = PeriodicTask::new(
+            100,
+            Schedule::FixedRate(Duration::from_nanos(10), MissedTicks::Burst),
+            LIMITS,
+            Steps(
+                vec![Step::At(1_000), Step::Continue, Step::Stop].into_iter(),
+                runs.clone(),
+            ),
+        );
+        assert_eq!(
+            t.run(&env(&c, 100)).next,
+            Some(1_000),
+            "the run's own deadline"
+        );
+        assert_eq!(t.header.deadline(), 1_000);
+        assert_eq!(
+            t.run(&env(&c, 1_000)).next,
+            Some(1_010),
+            "the rule, from the new deadline"
+        );
+        let last = t.run(&env(&c, 1_010));
+        assert!(last.ran && last.next.is_none(), "stopped");
+        assert_eq!(t.header.state(), state::DONE);
+        assert_eq!(t.done.wait_take().unwrap(), ());
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
     }
 }

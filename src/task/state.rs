@@ -4,15 +4,18 @@
 //!   SCHEDULED --start--> RUNNING --finish, one-shot-----------> DONE
 //!       |                   |-----finish, periodic------------> SCHEDULED (next deadline)
 //!       |                   |-----panic-----------------------> PANICKED
-//!       |                   '-----cancel (periodic only)------> CANCELLED (this run completes;
-//!       |                                                                  no re-enqueue)
+//!       |                   '-----cancel (periodic), --------> CANCELLED (this run completes;
+//!       |                         interrupt (any)                          no re-enqueue)
 //!       '--cancel--> CANCELLED
 //! ```
 //!
 //! DONE, PANICKED and CANCELLED are terminal. Only [`TaskState::start`] enters RUNNING,
 //! and only from SCHEDULED, so two runs of one task never overlap (T1, `task/mod.rs`). A
-//! one-shot that has started cannot be cancelled: `cancel` returns false and the run's
-//! outcome stands.
+//! one-shot that has started cannot be cancelled by `cancel`: it returns false and the
+//! run's outcome stands. An *interrupt* (`ScheduledFuture::interrupt`, Java's
+//! `cancel(true)`) cancels a running one-shot too: the future reports `Cancelled` at once,
+//! the run goes on until its closure notices (`TaskContext::is_cancelled`) or ends, and
+//! its runner, whose RUNNING -> DONE exchange then fails, drops the output.
 //!
 //! # Ordering
 //! Every transition is an `AcqRel` compare-exchange and every read an `Acquire` load. A
@@ -91,6 +94,13 @@ impl TaskState {
                 Err(actual) => cur = actual,
             }
         }
+    }
+
+    /// -> CANCELLED from SCHEDULED or RUNNING, whatever the kind (an interrupt). `true` if
+    /// this call made the transition (T2, as for [`cancel`](Self::cancel)).
+    #[must_use]
+    pub(crate) fn interrupt(&self) -> bool {
+        self.cancel(true)
     }
 
     /// `from` -> `to`; `true` if this call made it.

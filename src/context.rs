@@ -1,0 +1,152 @@
+//! [`TaskContext`]: what a running task knows about itself, for the closures of
+//! [`schedule_with_context`](crate::ScheduledThreadPoolExecutor::schedule_with_context) and
+//! [`schedule_periodic_with_context`](crate::ScheduledThreadPoolExecutor::schedule_periodic_with_context).
+//!
+//! # Design
+//! The task layer (`task/`) calls every closure with a `RunCx`: the run's environment
+//! (clock, the task as the queue holds it, the pool, erased) and this run's facts
+//! (deadline, run count). A context closure is wrapped in [`WithContext`], which turns
+//! that into a `TaskContext` borrowed for the call; a plain closure is wrapped in
+//! `task::Plain`, which ignores it, so plain tasks pay nothing. The context is a view: it
+//! holds no reference count and allocates nothing until [`TaskContext::cancel_handle`]
+//! is called.
+//!
+//! # Cancellation, cooperatively
+//! Rust has no thread interrupts. A run asks [`TaskContext::is_cancelled`], which is true
+//! once the task was cancelled (a periodic task by [`cancel`](crate::ScheduledFuture::cancel),
+//! any task by [`interrupt`](crate::ScheduledFuture::interrupt)) or the pool was stopped by
+//! [`shutdown_now`](crate::ScheduledThreadPoolExecutor::shutdown_now). What each caller
+//! sees:
+//!
+//! | call on a running task | returns | the future reports | the run |
+//! |---|---|---|---|
+//! | `cancel()`, one-shot | `false` | the run's outcome | goes on; `is_cancelled()` stays false |
+//! | `cancel()`, periodic | `true` | `Cancelled` (after this run) | goes on, sees `is_cancelled()`; no further run |
+//! | `interrupt()`, either | `true` | `Cancelled`, at once | goes on, sees `is_cancelled()`; its output is dropped |
+//! | `shutdown_now()` | the queued tasks | a one-shot: the run's outcome; a periodic task: `Cancelled` | sees `is_cancelled()` |
+
+use std::time::Instant;
+
+use crate::future::CancelHandle;
+use crate::periodic::Next;
+use crate::pool::{Shared, Stripe};
+use crate::sync::Arc;
+use crate::task::{state, OnceBody, PeriodicBody, RunCx, Step};
+
+/// What a running task knows about itself: handed to the closures of
+/// [`schedule_with_context`](crate::ScheduledThreadPoolExecutor::schedule_with_context) and
+/// [`schedule_periodic_with_context`](crate::ScheduledThreadPoolExecutor::schedule_periodic_with_context)
+/// for the length of one run. Times are in the executor's clock.
+///
+/// ```
+/// use schedpool::{ManualClock, Next, Periodic, ScheduledThreadPoolExecutor};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
+/// let t0 = clock.now();
+/// let fut = pool
+///     .schedule_periodic_with_context(Periodic::at_fixed_rate(Duration::from_secs(1)), move |ctx| {
+///         assert_eq!(ctx.deadline(), t0 + Duration::from_secs(ctx.runs() - 1));
+///         if ctx.runs() == 3 { Next::Stop } else { Next::Continue }
+///     })
+///     .unwrap();
+/// for _ in 0..2 {
+///     pool.wait_idle(Duration::from_secs(10));
+///     clock.advance(Duration::from_secs(1));
+/// }
+/// assert_eq!(fut.get().unwrap(), ()); // three runs, then it stopped itself
+/// ```
+pub struct TaskContext<'a> {
+    cx: &'a RunCx<'a>,
+}
+
+impl TaskContext<'_> {
+    /// Runs of this task so far, this one included (1 for a one-shot).
+    pub fn runs(&self) -> u64 {
+        self.cx.runs
+    }
+
+    /// This run's deadline.
+    pub fn deadline(&self) -> Instant {
+        self.cx.env.clock.instant_of(self.cx.deadline)
+    }
+
+    /// When this run started (the time the worker took it).
+    pub fn started(&self) -> Instant {
+        self.cx.env.clock.instant_of(self.cx.env.now)
+    }
+
+    /// `true` for a periodic task.
+    pub fn is_periodic(&self) -> bool {
+        self.cx.header.is_periodic()
+    }
+
+    /// `true` once this run is asked to stop: the task was cancelled (a periodic task by
+    /// `cancel`, any task by `interrupt`) or the pool was stopped by `shutdown_now`. A run
+    /// that does long work checks it now and then and returns early (see the module
+    /// notes for what each caller then sees).
+    pub fn is_cancelled(&self) -> bool {
+        self.cx.header.state() == state::CANCELLED || self.pool().is_some_and(|p| p.is_stopping())
+    }
+
+    /// A handle that cancels, interrupts or reschedules this task, as its future's
+    /// [`cancel_handle`](crate::ScheduledFuture::cancel_handle) does; it may be kept
+    /// beyond the run. Made on demand (one small allocation).
+    ///
+    /// # Panics
+    /// Never for a task the pool runs; only a task run outside any pool (the crate's own
+    /// unit tests) has none.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        let job = self.cx.env.job.expect("a pool's task knows itself");
+        let pool = self.pool().expect("a pool's task knows its pool");
+        CancelHandle::new(Arc::clone(job), Stripe::new(Arc::clone(pool)))
+    }
+
+    /// The pool that runs the task (`RunEnv::pool`, erased by the task layer).
+    fn pool(&self) -> Option<&Arc<Shared>> {
+        self.cx
+            .env
+            .pool
+            .and_then(|p| p.downcast_ref::<Arc<Shared>>())
+    }
+}
+
+impl std::fmt::Debug for TaskContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskContext")
+            .field("task", self.cx.header)
+            .field("runs", &self.cx.runs)
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+/// A closure that takes a [`TaskContext`], as the task layer calls it.
+pub(crate) struct WithContext<G>(pub(crate) G);
+
+impl<G, T> OnceBody<T> for WithContext<G>
+where
+    G: FnOnce(&TaskContext<'_>) -> T + Send + 'static,
+{
+    #[inline]
+    fn call(self, cx: &RunCx<'_>) -> T {
+        (self.0)(&TaskContext { cx })
+    }
+}
+
+impl<G> PeriodicBody for WithContext<G>
+where
+    G: FnMut(&TaskContext<'_>) -> Next + Send + 'static,
+{
+    #[inline]
+    fn call(&mut self, cx: &RunCx<'_>) -> Step {
+        let clock = cx.env.clock;
+        match (self.0)(&TaskContext { cx }) {
+            Next::Continue => Step::Continue,
+            Next::After(d) => Step::At(crate::clock::add(clock.now(), d)),
+            Next::At(at) => Step::At(clock.ticks_of(at)),
+            Next::Stop => Step::Stop,
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! Tasks that know their context (`TaskContext`), cooperative interrupts
+//! (`ScheduledFuture::interrupt`, `shutdown_now`) and periodic closures that steer
+//! themselves (`Next`).
+//!
+//! Schedules run on a `ManualClock`; waits for another thread are bounded by `BOUND` and
+//! wait for a condition, never for time to pass.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use schedpool::{
+    CancelHandle, ManualClock, Next, Periodic, RejectionPolicy, ScheduledThreadPoolExecutor,
+    TaskContext, TaskError,
+};
+
+/// The bound on every real-time wait for something that must happen.
+const BOUND: Duration = Duration::from_secs(10);
+
+fn sec(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(core)
+        .clock(clock.clone())
+        .build();
+    (clock, pool)
+}
+
+/// Counts drops of the value it is captured in.
+struct DropCount(Arc<AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Starts a one-shot that signals once it runs, then spins until its context says stop,
+/// and returns what it was holding. Returns its future and the "started" receiver.
+fn spinner<T: Send + 'static>(
+    pool: &ScheduledThreadPoolExecutor,
+    out: T,
+) -> (schedpool::ScheduledFuture<T>, mpsc::Receiver<()>) {
+    let (started, on_start) = mpsc::channel();
+    let fut = pool
+        .schedule_with_context(Duration::ZERO, move |ctx| {
+            started.send(()).unwrap();
+            let give_up = Instant::now() + BOUND;
+            while !ctx.is_cancelled() {
+                assert!(Instant::now() < give_up, "never asked to stop");
+                thread::yield_now();
+            }
+            out
+        })
+        .unwrap();
+    (fut, on_start)
+}
+
+#[test]
+fn a_one_shot_sees_its_deadline_run_count_and_kind() {
+    let (clock, pool) = manual_pool(1);
+    let due = clock.now() + sec(5);
+    let (tx, rx) = mpsc::channel();
+    let fut = pool
+        .schedule_with_context(sec(5), move |ctx: &TaskContext<'_>| {
+            tx.send((
+                ctx.deadline(),
+                ctx.started(),
+                ctx.runs(),
+                ctx.is_periodic(),
+                ctx.is_cancelled(),
+            ))
+            .unwrap();
+            "done"
+        })
+        .unwrap();
+    clock.advance(sec(5));
+    assert_eq!(fut.get().unwrap(), "done");
+    let (deadline, started, runs, periodic, cancelled) = rx.recv_timeout(BOUND).unwrap();
+    assert_eq!(deadline, due);
+    assert!(started >= deadline);
+    assert_eq!((runs, periodic, cancelled), (1, false, false));
+    pool.close();
+}
+
+#[test]
+fn a_periodic_task_can_cancel_itself_from_its_first_run() {
+    // No Arc<OnceLock<CancelHandle>> and no race with the future being returned: the
+    // handle comes from the context.
+    let (clock, pool) = manual_pool(1);
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_periodic_with_context(Periodic::at_fixed_rate(sec(1)), move |ctx| {
+            r.fetch_add(1, Ordering::SeqCst);
+            assert!(ctx.is_periodic());
+            assert!(
+                ctx.cancel_handle().cancel(),
+                "a running periodic task is cancellable"
+            );
+            assert!(ctx.is_cancelled(), "and the run sees it");
+            Next::Continue
+        })
+        .unwrap();
+    assert!(fut.get().unwrap_err().is_cancelled());
+    clock.advance(sec(10));
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "no run after the cancel");
+    pool.close();
+}
+
+#[test]
+fn a_cancel_handle_from_the_context_outlives_the_run() {
+    let (clock, pool) = manual_pool(1);
+    let (tx, rx) = mpsc::channel::<CancelHandle>();
+    let fut = pool
+        .schedule_periodic_with_context(Periodic::at_fixed_rate(sec(1)), move |ctx| {
+            if ctx.runs() == 1 {
+                tx.send(ctx.cancel_handle()).unwrap();
+            }
+            Next::Continue
+        })
+        .unwrap();
+    let handle = rx.recv_timeout(BOUND).unwrap();
+    assert!(pool.wait_idle(BOUND));
+    assert!(!handle.is_done());
+    assert!(
+        handle.reschedule(clock.now() + sec(60)),
+        "it re-times the task too"
+    );
+    assert!(handle.cancel());
+    assert!(fut.get().unwrap_err().is_cancelled());
+    pool.close();
+}
+
+#[test]
+fn interrupt_cancels_a_running_one_shot_at_once_and_drops_its_output() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (fut, on_start) = spinner(&pool, DropCount(drops.clone()));
+    on_start.recv_timeout(BOUND).unwrap();
+    assert!(
+        !fut.cancel(),
+        "a plain cancel leaves a running one-shot alone"
+    );
+    assert!(!fut.is_cancelled());
+    assert!(fut.interrupt(), "an interrupt cancels it");
+    assert!(fut.is_cancelled() && fut.is_done());
+    assert!(!fut.interrupt(), "only once");
+    assert!(matches!(fut.get(), Err(TaskError::Cancelled)));
+    assert!(pool.wait_idle(BOUND), "the run noticed and ended");
+    assert_eq!(drops.load(Ordering::SeqCst), 1, "its output was dropped");
+    let stats = pool.stats();
+    assert_eq!(
+        stats.completed_task_count, 1,
+        "the run still counts as a run"
+    );
+    pool.close();
+}
+
+#[test]
+fn interrupt_of_a_pending_task_is_a_cancel_and_of_a_finished_one_nothing() {
+    let (clock, pool) = manual_pool(1);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let guard = DropCount(drops.clone());
+    let pending = pool
+        .schedule_with_context(sec(5), move |_| drop(guard))
+        .unwrap();
+    assert!(pending.cancel_handle().interrupt());
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "the closure is dropped at once"
+    );
+    assert_eq!(pool.queue_len(), 0);
+    assert!(pending.get().unwrap_err().is_cancelled());
+    let finished = pool.submit(|| 1).unwrap();
+    assert!(finished.wait_timeout(BOUND));
+    assert!(!finished.interrupt());
+    assert_eq!(finished.get().unwrap(), 1);
+    clock.advance(sec(5));
+    pool.close();
+}
+
+#[test]
+fn interrupt_of_a_running_periodic_task_ends_it_after_this_run() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let runs = Arc::new(AtomicU64::new(0));
+    let saw_stop = Arc::new(AtomicBool::new(false));
+    let (started, on_start) = mpsc::channel();
+    let (r, s) = (runs.clone(), saw_stop.clone());
+    let fut = pool
+        .schedule_periodic_with_context(
+            Periodic::with_fixed_delay(Duration::from_millis(1)),
+            move |ctx| {
+                r.fetch_add(1, Ordering::SeqCst);
+                let _ = started.send(());
+                let give_up = Instant::now() + BOUND;
+                while !ctx.is_cancelled() && Instant::now() < give_up {
+                    thread::yield_now();
+                }
+                s.store(ctx.is_cancelled(), Ordering::SeqCst);
+                Next::Continue
+            },
+        )
+        .unwrap();
+    on_start.recv_timeout(BOUND).unwrap();
+    assert!(fut.interrupt());
+    assert!(fut.get().unwrap_err().is_cancelled());
+    assert!(pool.wait_idle(BOUND));
+    assert!(saw_stop.load(Ordering::SeqCst));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    pool.close();
+}
+
+#[test]
+fn shutdown_now_asks_running_tasks_to_stop_and_their_futures_keep_their_outcome() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let (fut, on_start) = spinner(&pool, 7u32);
+    on_start.recv_timeout(BOUND).unwrap();
+    let queued = pool.shutdown_now();
+    assert!(queued.is_empty());
+    assert_eq!(
+        fut.get().unwrap(),
+        7,
+        "a one-shot that stops early keeps what it returned"
+    );
+    assert!(pool.await_termination(BOUND));
+}
+
+#[test]
+fn a_pending_task_run_on_the_callers_thread_has_its_context() {
+    let (_clock, pool) = manual_pool(1);
+    let (tx, rx) = mpsc::channel();
+    let fut = pool
+        .schedule_with_context(sec(60), move |ctx| {
+            tx.send(ctx.cancel_handle()).unwrap();
+            (ctx.runs(), thread::current().id())
+        })
+        .unwrap();
+    let mut pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 1);
+    pending.pop().unwrap().run();
+    assert_eq!(fut.get().unwrap(), (1, thread::current().id()));
+    assert!(rx.recv_timeout(BOUND).unwrap().is_done());
+    assert!(pool.await_termination(BOUND));
+}
+
+#[test]
+fn caller_runs_gives_a_rejected_task_its_context() {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .max_queued_tasks(1)
+        .rejection_policy(RejectionPolicy::CallerRuns)
+        .build();
+    let _filler = pool.schedule(sec(60), || ()).unwrap();
+    let here = thread::current().id();
+    let fut = pool
+        .schedule_with_context(sec(60), move |ctx| {
+            assert_eq!(thread::current().id(), here, "run by the caller");
+            assert!(
+                !ctx.cancel_handle().cancel(),
+                "already running: a one-shot stays"
+            );
+            ctx.runs()
+        })
+        .unwrap();
+    assert_eq!(fut.get().unwrap(), 1);
+    drop(pool.shutdown_now());
+    assert!(pool.await_termination(BOUND));
+}
+
+// ---------------------------------------------------------------------------------------
+// Periodic closures that steer themselves
+// ---------------------------------------------------------------------------------------
+
+/// What a run answers, given its context.
+type Answer = Box<dyn Fn(&TaskContext<'_>) -> Next + Send>;
+
+/// Runs a self-steering periodic task on virtual time and records when each run was due.
+fn steer(
+    spec: Periodic,
+    answers: Vec<Answer>,
+) -> (
+    ManualClock,
+    ScheduledThreadPoolExecutor,
+    schedpool::ScheduledFuture<()>,
+    Arc<Mutex<Vec<Duration>>>,
+) {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let due = Arc::new(Mutex::new(Vec::new()));
+    let d = due.clone();
+    let mut answers = answers.into_iter();
+    let fut = pool
+        .schedule_periodic_with_context(spec, move |ctx| {
+            d.lock().unwrap().push(ctx.deadline() - t0);
+            answers.next().map_or(Next::Continue, |a| a(ctx))
+        })
+        .unwrap();
+    (clock, pool, fut, due)
+}
+
+fn says(n: Next) -> Answer {
+    Box::new(move |_| n)
+}
+
+/// Advances virtual time `ms` by `ms`, letting every due run finish after each step.
+fn walk(clock: &ManualClock, pool: &ScheduledThreadPoolExecutor, steps: u64, ms: u64) {
+    for _ in 0..steps {
+        assert!(pool.wait_idle(BOUND));
+        clock.advance(Duration::from_millis(ms));
+    }
+    assert!(pool.wait_idle(BOUND));
+}
+
+#[test]
+fn next_after_and_at_move_the_next_run_and_the_rule_goes_on_from_there() {
+    let ms = Duration::from_millis;
+    let (clock, pool, fut, due) = steer(
+        Periodic::at_fixed_rate(ms(10)).initial_delay(ms(10)),
+        vec![
+            says(Next::Continue),
+            says(Next::After(ms(25))),
+            says(Next::Continue),
+            // An instant in the past: as soon as possible.
+            Box::new(|ctx| Next::At(ctx.started() - Duration::from_millis(1))),
+        ],
+    );
+    walk(&clock, &pool, 20, 5);
+    let got = due.lock().unwrap().clone();
+    assert_eq!(
+        &got[..5],
+        &[ms(10), ms(20), ms(45), ms(55), ms(54)],
+        "rate; 25 ms after the run; rate from there; the named instant"
+    );
+    assert_eq!(got[5], ms(64), "the rate counts from the moved deadline");
+    assert!(fut.cancel());
+    pool.close();
+}
+
+#[test]
+fn next_stop_completes_the_future_with_ok() {
+    let (clock, pool, fut, due) = steer(
+        Periodic::with_fixed_delay(sec(1)),
+        vec![says(Next::Continue), says(Next::Stop)],
+    );
+    walk(&clock, &pool, 3, 1000);
+    assert_eq!(fut.get().unwrap(), ());
+    assert_eq!(due.lock().unwrap().len(), 2, "no run after Stop");
+    pool.close();
+}
+
+#[test]
+fn max_runs_still_bounds_a_self_steering_task() {
+    let (clock, pool, fut, due) = steer(Periodic::at_fixed_rate(sec(1)).max_runs(2), vec![]);
+    walk(&clock, &pool, 4, 1000);
+    assert_eq!(fut.get().unwrap(), ());
+    assert_eq!(due.lock().unwrap().len(), 2);
+    pool.close();
+}
