@@ -62,9 +62,17 @@
 //! rejection, `error` on a panicking task, `info` on shutdown and termination, `debug` on
 //! worker start and exit.
 //!
-//! See `docs/DESIGN.md` for the architecture and `docs/JAVA.md` for the mapping from Java.
+//! The design notes ship with the crate and are rendered here: [`design`] (the
+//! architecture, its invariants and orderings) and [`java`] (the mapping from Java's
+//! `ScheduledThreadPoolExecutor`, behaviour by behaviour). The measurements are in the
+//! repository's `docs/BENCHMARKS.md`, the proofs and tests in `docs/RELIABILITY.md`.
+//!
+//! # Cargo features
+//! - `cron` (default): [`CronTrigger`], cron expressions in UTC or local
+//!   time. `default-features = false` leaves its dependencies (croner, chrono) out.
 
 #![doc(test(attr(deny(warnings))))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod builder;
 mod clock;
@@ -96,6 +104,7 @@ pub use builder::{Builder, RejectionPolicy};
 pub use clock::ManualClock;
 pub use context::TaskContext;
 #[cfg(feature = "cron")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cron")))]
 pub use cron::{CronError, CronTrigger};
 pub use delay_queue::{DelayKey, DelayQueue};
 pub use error::{PanicPayload, ScheduleError, TaskError};
@@ -105,6 +114,14 @@ pub use periodic::{MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use queue::SpinPolicy;
 pub use stats::PoolStats;
+
+/// The design notes (`docs/DESIGN.md`): the architecture, its invariants and orderings.
+#[doc = include_str!("../docs/DESIGN.md")]
+pub mod design {}
+
+/// Java's `ScheduledThreadPoolExecutor` mapped to this crate (`docs/JAVA.md`).
+#[doc = include_str!("../docs/JAVA.md")]
+pub mod java {}
 
 /// The README's example, compiled and run as a doctest so it cannot drift.
 #[cfg(doctest)]

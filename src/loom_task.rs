@@ -157,9 +157,17 @@ fn loom_interrupt_vs_completion() {
         }
         let ran = runner.join().unwrap();
         assert!(ran || interrupted, "the task ran or was interrupted first");
-        assert_eq!(closure_drops.load(Ordering::SeqCst), 1, "T3: the closure once");
+        assert_eq!(
+            closure_drops.load(Ordering::SeqCst),
+            1,
+            "T3: the closure once"
+        );
         let outcome = task.outcome().wait_take();
-        assert_eq!(outcome.is_err(), interrupted, "the future matches the interrupt");
+        assert_eq!(
+            outcome.is_err(),
+            interrupted,
+            "the future matches the interrupt"
+        );
         drop(outcome);
         assert_eq!(
             output_drops.load(Ordering::SeqCst),
@@ -168,7 +176,11 @@ fn loom_interrupt_vs_completion() {
         );
         assert_eq!(
             task.header().state(),
-            if interrupted { state::CANCELLED } else { state::DONE }
+            if interrupted {
+                state::CANCELLED
+            } else {
+                state::DONE
+            }
         );
     });
 }
