@@ -13,7 +13,7 @@ use crate::future::{PendingTask, ScheduledFuture};
 use crate::periodic::{Next, Periodic};
 use crate::pool::{self, Policy, Shared};
 use crate::stats::PoolStats;
-use crate::sync::Arc;
+use crate::sync::{Arc, Weak};
 use crate::task::{OnceBody, Plain};
 
 /// A pool of worker threads that runs tasks after a delay or periodically: Rust's
@@ -374,10 +374,38 @@ impl ScheduledThreadPoolExecutor {
         self.shared.shutdown();
     }
 
+    /// The graceful mode: stops accepting tasks, drops the delayed one-shots and the
+    /// periodic tasks still queued (their futures complete with `Err(Cancelled)`), and
+    /// lets the running tasks and the one-shots already due finish. It is
+    /// [`shutdown`](Self::shutdown) with both run-after-shutdown policies off
+    /// (`set_execute_existing_delayed_tasks_after_shutdown(false)`,
+    /// `set_continue_existing_periodic_tasks_after_shutdown(false)`), so nothing that was
+    /// waiting for a later deadline keeps the pool alive.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let later = pool.schedule(Duration::from_secs(1800), || "never").unwrap();
+    /// let now = pool.submit(|| "runs").unwrap();
+    /// pool.shutdown_graceful();
+    /// assert!(pool.await_termination(Duration::from_secs(10)));
+    /// assert_eq!(now.get().unwrap(), "runs");
+    /// assert!(later.get().unwrap_err().is_cancelled());
+    /// ```
+    pub fn shutdown_graceful(&self) {
+        self.shared.set_policy(Policy::ExecuteDelayed, false);
+        self.shared.set_policy(Policy::ContinuePeriodic, false);
+        self.shared.shutdown();
+    }
+
     /// Stops accepting tasks, starts no further task, and returns the queued tasks that
-    /// were not cancelled, in deadline order (Java: `shutdownNow`). Running tasks finish:
-    /// Rust cannot interrupt a thread. Each returned [`PendingTask`] can be run on the
-    /// caller's thread; dropping it completes its future with `Err(Cancelled)`.
+    /// were not cancelled, in deadline order (Java: `shutdownNow`). Running tasks finish;
+    /// Rust cannot interrupt a thread, but a task scheduled with a context sees
+    /// [`TaskContext::is_cancelled`] become true and may stop early. Each returned
+    /// [`PendingTask`] can be run on the caller's thread; dropping it completes its
+    /// future with `Err(Cancelled)`.
     pub fn shutdown_now(&self) -> Vec<PendingTask> {
         self.shared
             .shutdown_now()
@@ -427,6 +455,59 @@ impl ScheduledThreadPoolExecutor {
             return false;
         }
         self.shared.await_termination(clock::timeout_at(timeout))
+    }
+
+    /// A future that completes once the pool has terminated: the async form of
+    /// [`await_termination`](Self::await_termination), usable from any runtime. It holds
+    /// the pool's core, not a handle, so it does not keep the pool from shutting down when
+    /// the last handle is dropped.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    ///
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # rt.block_on(async {
+    /// let pool = ScheduledThreadPoolExecutor::new(2);
+    /// let done = pool.terminated();
+    /// pool.submit(|| ()).unwrap().await.unwrap();
+    /// pool.shutdown();
+    /// done.await; // the workers have exited
+    /// assert!(pool.is_terminated());
+    /// # });
+    /// ```
+    pub fn terminated(&self) -> Terminated {
+        Terminated {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// A handle that does not keep the pool alive: for a periodic task that needs the
+    /// pool (to schedule follow-up work) without creating a cycle. A strong handle moved
+    /// into a task lives as long as the task, and a periodic task lives until it is
+    /// cancelled, so the pool's last handle is never dropped and the pool never shuts
+    /// down by itself. [`WeakExecutor::upgrade`] gives a strong handle back while another
+    /// one exists.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let weak = pool.downgrade();
+    /// let ticker = pool
+    ///     .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(5), move || {
+    ///         if let Some(pool) = weak.upgrade() {
+    ///             let _ = pool.execute(|| ()); // follow-up work
+    ///         }
+    ///     })
+    ///     .unwrap();
+    /// drop(pool); // the last handle: the pool shuts down, the ticker is cancelled
+    /// assert!(ticker.get().unwrap_err().is_cancelled());
+    /// ```
+    pub fn downgrade(&self) -> WeakExecutor {
+        WeakExecutor {
+            shared: Arc::downgrade(&self.shared),
+        }
     }
 
     /// `true` once [`shutdown`](Self::shutdown) or [`shutdown_now`](Self::shutdown_now) has
@@ -536,6 +617,58 @@ impl Drop for ScheduledThreadPoolExecutor {
             self.shared.shutdown(); // the last handle
             self.shared.release_stripes();
         }
+    }
+}
+
+/// A handle to a pool that does not keep it alive; see
+/// [`ScheduledThreadPoolExecutor::downgrade`].
+#[derive(Clone)]
+pub struct WeakExecutor {
+    shared: Weak<Shared>,
+}
+
+impl WeakExecutor {
+    /// A strong handle, if one still exists (`None` once the last one was dropped, which
+    /// shut the pool down). The pool may be shut down already: its methods then say so.
+    pub fn upgrade(&self) -> Option<ScheduledThreadPoolExecutor> {
+        let shared = self.shared.upgrade()?;
+        shared
+            .handle_revived()
+            .then_some(ScheduledThreadPoolExecutor { shared })
+    }
+}
+
+impl fmt::Debug for WeakExecutor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WeakExecutor")
+            .field("alive", &self.upgrade().is_some())
+            .finish()
+    }
+}
+
+/// A future that completes when a pool has terminated; see
+/// [`ScheduledThreadPoolExecutor::terminated`].
+#[must_use = "a future does nothing unless polled"]
+pub struct Terminated {
+    shared: Arc<Shared>,
+}
+
+impl std::future::Future for Terminated {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        self.shared.poll_termination(cx)
+    }
+}
+
+impl fmt::Debug for Terminated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Terminated")
+            .field("terminated", &self.shared.is_terminated())
+            .finish()
     }
 }
 

@@ -108,7 +108,7 @@ pub use context::TaskContext;
 pub use cron::{CronError, CronTrigger};
 pub use delay_queue::{DelayKey, DelayQueue};
 pub use error::{PanicPayload, ScheduleError, TaskError};
-pub use executor::ScheduledThreadPoolExecutor;
+pub use executor::{ScheduledThreadPoolExecutor, Terminated, WeakExecutor};
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
 pub use periodic::{MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};

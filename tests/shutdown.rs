@@ -1321,3 +1321,101 @@ fn close_timeout_from_a_worker_shuts_down_and_returns_false_at_once() {
     assert!(pool.is_shutdown());
     assert!(pool.await_termination(BOUND));
 }
+
+// ---------------------------------------------------------------------------------------
+// shutdown_graceful, terminated(), WeakExecutor
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn shutdown_graceful_drops_delayed_and_periodic_tasks_and_finishes_due_ones() {
+    let (clock, pool) = manual_pool(1);
+    let later = pool.schedule(sec(1800), || "later").unwrap();
+    let ticker = pool.schedule_at_fixed_rate(sec(1), sec(1), || ()).unwrap();
+    let due = pool.submit(|| "due").unwrap();
+    pool.shutdown_graceful();
+    assert!(
+        pool.await_termination(BOUND),
+        "nothing waits for a later deadline"
+    );
+    assert_eq!(due.get().unwrap(), "due");
+    assert!(later.get().unwrap_err().is_cancelled());
+    assert!(ticker.get().unwrap_err().is_cancelled());
+    assert!(!pool.execute_existing_delayed_tasks_after_shutdown());
+    clock.advance(sec(3600));
+}
+
+#[test]
+fn the_terminated_future_completes_with_termination_on_any_executor_of_futures() {
+    let pool = ScheduledThreadPoolExecutor::new(2);
+    let early = pool.terminated();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        rt.block_on(early);
+        tx.send(()).unwrap();
+    });
+    assert!(
+        rx.recv_timeout(Duration::from_millis(30)).is_err(),
+        "not before shutdown"
+    );
+    pool.submit(|| ()).unwrap().get().unwrap();
+    pool.shutdown();
+    rx.recv_timeout(BOUND).expect("woken by the termination");
+    waiter.join().unwrap();
+    // Polled after termination: ready at once.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(pool.terminated());
+}
+
+#[test]
+fn a_weak_handle_upgrades_while_a_strong_one_lives_and_not_after() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let weak = pool.downgrade();
+    let strong = weak.upgrade().expect("the pool is alive");
+    assert_eq!(strong.submit(|| 3).unwrap().get().unwrap(), 3);
+    drop(strong);
+    assert!(
+        !pool.is_shutdown(),
+        "dropping a revived handle is not the last drop"
+    );
+    let watch = pool.terminated();
+    drop(pool);
+    assert!(weak.upgrade().is_none(), "the last handle is gone");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(watch); // the last drop shut it down, and it terminates
+}
+
+#[test]
+fn a_periodic_task_holding_a_weak_handle_does_not_keep_the_pool_alive() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let weak = pool.downgrade();
+    let follow_ups = Arc::new(AtomicUsize::new(0));
+    let f = follow_ups.clone();
+    let ticker = pool
+        .schedule_at_fixed_rate(Duration::ZERO, Duration::from_millis(1), move || {
+            if let Some(pool) = weak.upgrade() {
+                let f = f.clone();
+                let _ = pool.execute(move || {
+                    f.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        })
+        .unwrap();
+    assert!(wait_until(|| follow_ups.load(Ordering::SeqCst) > 0));
+    let watch = pool.terminated();
+    drop(pool);
+    assert!(
+        ticker.get().unwrap_err().is_cancelled(),
+        "cancelled by the last drop's shutdown"
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(watch);
+}

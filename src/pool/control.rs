@@ -36,6 +36,7 @@
 
 use crate::sync::Ordering;
 use std::fmt;
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex};
@@ -316,6 +317,11 @@ impl Control {
     pub(crate) fn await_termination(&self, until: Option<Instant>) -> bool {
         self.termination.wait(until)
     }
+
+    /// Polls for termination (the `terminated()` future).
+    pub(crate) fn poll_termination(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.termination.poll(cx)
+    }
 }
 
 impl fmt::Debug for Control {
@@ -327,10 +333,12 @@ impl fmt::Debug for Control {
     }
 }
 
-/// The termination latch: set once, waited for by `await_termination`.
+/// The termination latch: set once, waited for by `await_termination` and by the
+/// `terminated()` future.
 struct Termination {
-    /// Guards the wait; `true` once latched.
-    latched: Mutex<bool>,
+    /// Guards the wait; `true` once latched, with the wakers of `terminated()` futures
+    /// polled before (taken and woken by the latch).
+    latched: Mutex<(bool, Vec<Waker>)>,
     cv: Condvar,
     /// A lock-free mirror for `is_terminated`. Release on latch / Acquire on read: a caller
     /// that sees it set sees the work of every party that finished before (they published
@@ -341,7 +349,7 @@ struct Termination {
 impl Termination {
     fn new() -> Self {
         Termination {
-            latched: Mutex::new(false),
+            latched: Mutex::new((false, Vec::new())),
             cv: Condvar::new(),
             flag: AtomicBool::new(false),
         }
@@ -349,14 +357,31 @@ impl Termination {
 
     /// Sets the latch; `true` if this call set it.
     fn latch(&self) -> bool {
-        let mut latched = self.latched.lock();
-        if *latched {
-            return false;
-        }
-        *latched = true;
-        self.flag.store(true, Ordering::Release);
-        self.cv.notify_all();
+        let wakers = {
+            let mut latched = self.latched.lock();
+            if latched.0 {
+                return false;
+            }
+            latched.0 = true;
+            self.flag.store(true, Ordering::Release);
+            self.cv.notify_all();
+            std::mem::take(&mut latched.1)
+        };
+        wakers.into_iter().for_each(Waker::wake); // outside the lock (I4's spirit)
         true
+    }
+
+    /// The `terminated()` future's poll: ready once latched, else the waker is kept (one
+    /// per future: a re-poll with the same waker does not add it again).
+    fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut latched = self.latched.lock();
+        if latched.0 {
+            return Poll::Ready(());
+        }
+        if !latched.1.iter().any(|w| w.will_wake(cx.waker())) {
+            latched.1.push(cx.waker().clone());
+        }
+        Poll::Pending
     }
 
     fn is_latched(&self) -> bool {
@@ -365,7 +390,7 @@ impl Termination {
 
     fn wait(&self, until: Option<Instant>) -> bool {
         let mut latched = self.latched.lock();
-        while !*latched {
+        while !latched.0 {
             let timed_out = match until {
                 Some(until) => self.cv.wait_until(&mut latched, until),
                 None => {
@@ -374,7 +399,7 @@ impl Termination {
                 }
             };
             if timed_out {
-                return *latched;
+                return latched.0;
             }
         }
         true

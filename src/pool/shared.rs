@@ -660,6 +660,22 @@ impl Shared {
         self.control.await_termination(until)
     }
 
+    /// Polls for termination (`ScheduledThreadPoolExecutor::terminated`).
+    pub(crate) fn poll_termination(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        self.control.poll_termination(cx)
+    }
+
+    /// A new executor handle from a weak one: `false` once the last handle is gone (the
+    /// pool was shut down by that drop). AcqRel: as `handle_dropped`, whose zero this
+    /// must not resurrect.
+    pub(crate) fn handle_revived(&self) -> bool {
+        self.handles
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n > 0).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
     pub(crate) fn purge(&self) -> usize {
         let removed = self
             .queue
