@@ -110,3 +110,43 @@ fn loom_termination_vs_shutdown_completing_removed_tasks() {
         assert!(fut.is_cancelled());
     });
 }
+
+/// The `terminated()` future against the latch: a poll before the latch registers its
+/// waker in the latch's critical section, and the latch wakes every registered waker after
+/// it; so the poller is either ready at once or woken, never left pending.
+#[test]
+fn loom_terminated_future_vs_latch() {
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Flag(crate::sync::AtomicBool);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    loom::model(|| {
+        let control = Arc::new(crate::pool::control::Control::new());
+        let poller = {
+            let control = control.clone();
+            thread::spawn(move || {
+                let flag = Arc::new(Flag(crate::sync::AtomicBool::new(false)));
+                let waker = Waker::from(flag.clone());
+                let mut cx = Context::from_waker(&waker);
+                if control.poll_termination(&mut cx).is_ready() {
+                    return;
+                }
+                while !flag.0.load(std::sync::atomic::Ordering::Acquire) {
+                    thread::yield_now(); // woken exactly when the latch is set
+                }
+                assert_eq!(
+                    control.poll_termination(&mut cx),
+                    Poll::Ready(()),
+                    "woken but not ready"
+                );
+            })
+        };
+        assert!(control.latch_for_model());
+        poller.join().unwrap();
+    });
+}

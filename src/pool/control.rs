@@ -322,6 +322,12 @@ impl Control {
     pub(crate) fn poll_termination(&self, cx: &mut Context<'_>) -> Poll<()> {
         self.termination.poll(cx)
     }
+
+    /// Models: the latch alone, as the last party to finish sets it.
+    #[cfg(all(test, loom))]
+    pub(crate) fn latch_for_model(&self) -> bool {
+        self.termination.latch()
+    }
 }
 
 impl fmt::Debug for Control {
