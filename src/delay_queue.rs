@@ -108,6 +108,62 @@ impl<T: Send + 'static> DelayQueue<T> {
         self.inner.take_blocking().value
     }
 
+    /// As [`take`](Self::take), but it can be told to stop: after [`close`](Self::close)
+    /// it returns the elements still due, then `None` at once, and a taker blocked in it
+    /// wakes up. The consumer loop of a queue that is shut down:
+    ///
+    /// ```
+    /// use schedpool::DelayQueue;
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let q = Arc::new(DelayQueue::new());
+    /// q.offer("now", Duration::ZERO);
+    /// q.offer("in an hour", Duration::from_secs(3600));
+    /// let consumer = {
+    ///     let q = Arc::clone(&q);
+    ///     std::thread::spawn(move || {
+    ///         let mut got = Vec::new();
+    ///         while let Some(item) = q.take_until_closed() {
+    ///             got.push(item);
+    ///         }
+    ///         got
+    ///     })
+    /// };
+    /// while !q.peek_deadline().is_some_and(|d| d > std::time::Instant::now()) {
+    ///     std::thread::yield_now(); // wait until "now" was taken
+    /// }
+    /// q.close(); // the consumer stops waiting for the hour
+    /// assert_eq!(consumer.join().unwrap(), ["now"]);
+    /// assert_eq!(q.len(), 1, "closing keeps the elements");
+    /// ```
+    pub fn take_until_closed(&self) -> Option<T> {
+        self.inner.take_until_closed().map(|e| e.value)
+    }
+
+    /// Closes the queue for waiting: every taker blocked in
+    /// [`take_until_closed`](Self::take_until_closed) wakes, and from now on that call
+    /// returns `None` as soon as no element is due. Nothing else changes: elements stay,
+    /// `offer` still adds, `poll` and `drain_expired` still return due elements, and
+    /// [`take`](Self::take), whose signature promises an element, keeps waiting for one
+    /// (it never panics on a closed queue). `true` if this call closed it.
+    pub fn close(&self) -> bool {
+        self.inner.close()
+    }
+
+    /// `true` once [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Applies `f` to the earliest element and its deadline, due or not, without removing
+    /// it. `f` runs under the queue's lock: it must not use this queue.
+    pub fn peek_with<R>(&self, f: impl FnOnce(&T, Instant) -> R) -> Option<R> {
+        let q = self.inner.lock();
+        let head = q.peek()?;
+        Some(f(&head.value, self.inner.clock().instant_of(head.deadline)))
+    }
+
     /// The earliest element if it is due now, else `None`; never blocks.
     pub fn poll(&self) -> Option<T> {
         self.inner.lock().poll().map(|e| e.value)

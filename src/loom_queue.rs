@@ -118,3 +118,42 @@ fn loom_delay_queue_remove_vs_take() {
         assert_eq!(seen, vec![1, 2], "each element exactly once");
     });
 }
+
+/// `close` against two takers of `take_until_closed` about to wait, one as the leader (a
+/// head not yet due) and one as a follower: both wake and return `None`, whatever the
+/// order. A close that forgets either sleeper deadlocks.
+#[test]
+fn loom_close_vs_waiting_takers() {
+    loom::model(|| {
+        let (_clock, q) = queue();
+        offer(&q, 10, 1); // never due: virtual time does not move
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                let q = q.clone();
+                thread::spawn(move || q.take_until_closed().map(|e| e.value))
+            })
+            .collect();
+        assert!(q.close());
+        for t in takers {
+            assert_eq!(t.join().unwrap(), None);
+        }
+        assert_eq!(q.lock().len(), 1, "closing keeps the elements");
+    });
+}
+
+/// `close` against a taker of `take_until_closed` waiting on an empty queue, where no
+/// hand-on between takers (I3) could reach it: only the close's own wake-up of the
+/// followers does.
+#[test]
+fn loom_close_vs_a_taker_of_an_empty_queue() {
+    loom::model(|| {
+        let (_clock, q) = queue();
+        let taker = {
+            let q = q.clone();
+            thread::spawn(move || q.take_until_closed().map(|e| e.value))
+        };
+        assert!(q.close());
+        assert!(!q.close(), "once");
+        assert_eq!(taker.join().unwrap(), None);
+    });
+}

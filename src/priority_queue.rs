@@ -104,6 +104,54 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
         self.inner.take_blocking().item
     }
 
+    /// As [`take`](Self::take), but it can be told to stop: after [`close`](Self::close)
+    /// it returns the elements still queued, then `None` at once, and a taker blocked in
+    /// it wakes up.
+    pub fn take_until_closed(&self) -> Option<T> {
+        self.inner.take_until_closed().map(|e| e.item)
+    }
+
+    /// Closes the queue for waiting: every taker blocked in
+    /// [`take_until_closed`](Self::take_until_closed) wakes, and from now on that call
+    /// returns `None` once the queue is empty. Nothing else changes: `offer` still adds,
+    /// and [`take`](Self::take) keeps waiting for an element (it never panics on a closed
+    /// queue). `true` if this call closed it.
+    pub fn close(&self) -> bool {
+        self.inner.close()
+    }
+
+    /// `true` once [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Changes the element `key` names in place with `f` and moves it to its new place in
+    /// O(log n) (a priority change: Java's queue needs a remove and a re-insert, O(n));
+    /// the key stays valid. `false`, and `f` is not called, if the element is gone or the
+    /// key belongs to another queue. `f` runs under the queue's lock: it must not use this
+    /// queue. Among equal elements the changed one goes last, as if offered now.
+    ///
+    /// ```
+    /// use schedpool::PriorityBlockingQueue;
+    ///
+    /// let q = PriorityBlockingQueue::new();
+    /// q.offer((5, "routine"));
+    /// let urgent = q.offer((9, "was low"));
+    /// assert!(q.update(urgent, |job| job.0 = 1)); // escalate
+    /// assert_eq!(q.poll(), Some((1, "was low")));
+    /// ```
+    pub fn update(&self, key: PriorityKey, f: impl FnOnce(&mut T)) -> bool {
+        if key.queue != self.id {
+            return false;
+        }
+        let mut q = self.inner.lock();
+        let seq = q.next_seq();
+        q.update(key.handle, |e| {
+            f(&mut e.item);
+            e.seq = seq;
+        })
+    }
+
     /// The smallest element, or `None` if the queue is empty; never blocks.
     pub fn poll(&self) -> Option<T> {
         self.inner.lock().pop().map(|e| e.item)

@@ -1000,3 +1000,73 @@ fn a_reset_later_keeps_a_blocked_taker_waiting_for_the_new_deadline() {
     assert_eq!(rx.recv_timeout(BOUND), Ok(9));
     taker.join().unwrap();
 }
+
+// ---------------------------------------------------------------------------------------
+// close / take_until_closed / peek_with
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn close_wakes_blocked_takers_after_the_due_elements_are_out() {
+    let clock = ManualClock::new();
+    let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+    q.offer("due", Duration::ZERO);
+    q.offer("later", secs(60));
+    let (tx, rx) = mpsc::channel();
+    let takers: Vec<_> = (0..3)
+        .map(|_| {
+            let (q, tx) = (Arc::clone(&q), tx.clone());
+            thread::spawn(move || {
+                let mut got = Vec::new();
+                while let Some(v) = q.take_until_closed() {
+                    got.push(v);
+                }
+                tx.send(got).unwrap();
+            })
+        })
+        .collect();
+    assert!(
+        rx.recv_timeout(QUIET).is_err(),
+        "open: they wait for \"later\""
+    );
+    assert!(q.close());
+    assert!(!q.close() && q.is_closed());
+    let mut all: Vec<&str> = (0..3)
+        .flat_map(|_| rx.recv_timeout(BOUND).unwrap())
+        .collect();
+    all.sort();
+    assert_eq!(
+        all,
+        ["due"],
+        "each element once; nothing waited for after the close"
+    );
+    takers.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(q.len(), 1, "closing keeps the elements");
+    // Everything else works as before on a closed queue.
+    q.offer("after", Duration::ZERO);
+    assert_eq!(
+        q.take_until_closed(),
+        Some("after"),
+        "still due: returned, not refused"
+    );
+    assert_eq!(q.take_until_closed(), None);
+    clock.advance(secs(60));
+    assert_eq!(
+        q.take(),
+        "later",
+        "take keeps its promise on a closed queue"
+    );
+}
+
+#[test]
+fn peek_with_sees_the_head_and_its_deadline_without_taking_it() {
+    let clock = ManualClock::new();
+    let q = DelayQueue::with_clock(clock.clone());
+    assert_eq!(q.peek_with(|v: &u32, _| *v), None);
+    q.offer(2u32, secs(20));
+    q.offer(1u32, secs(10));
+    assert_eq!(
+        q.peek_with(|v, at| (*v, at)),
+        Some((1, clock.now() + secs(10)))
+    );
+    assert_eq!(q.len(), 2);
+}

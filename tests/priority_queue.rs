@@ -673,3 +673,57 @@ proptest! {
         prop_assert_eq!(out.iter().map(|j| (j.prio, j.id)).collect::<Vec<_>>(), sorted);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// close / take_until_closed / update
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn close_wakes_a_taker_blocked_on_an_empty_queue() {
+    let q = std::sync::Arc::new(PriorityBlockingQueue::<u32>::new());
+    let taker = {
+        let q = std::sync::Arc::clone(&q);
+        std::thread::spawn(move || q.take_until_closed())
+    };
+    assert!(q.close());
+    assert_eq!(
+        taker.join().unwrap(),
+        None,
+        "woken (or, if it came later, not waiting)"
+    );
+    assert!(q.is_closed());
+    assert_eq!(q.take_until_closed(), None, "closed and empty: no wait");
+    q.offer(1);
+    assert_eq!(
+        q.take_until_closed(),
+        Some(1),
+        "queued elements still come out"
+    );
+}
+
+#[test]
+fn update_changes_an_elements_priority_in_place_and_keeps_its_key() {
+    let q = PriorityBlockingQueue::new();
+    let a = q.offer(10);
+    let b = q.offer(20);
+    let c = q.offer(30);
+    assert!(q.update(c, |v| *v = 5), "to the front");
+    assert!(q.update(a, |v| *v = 25), "to the back");
+    assert!(
+        q.update(a, |v| *v = 20),
+        "equal to b, and now after it (FIFO by the change)"
+    );
+    assert_eq!(q.remove(a), Some(20), "the key survived the updates");
+    let a = q.offer(20);
+    assert_eq!(q.poll(), Some(5));
+    assert_eq!(q.peek_with(|v| *v), Some(20));
+    assert_eq!(q.remove(b), Some(20), "b was first among the equals");
+    assert_eq!(q.poll(), Some(20));
+    assert!(!q.update(a, |_| unreachable!()), "a taken element");
+    let other = PriorityBlockingQueue::new();
+    let foreign = other.offer(1);
+    assert!(
+        !q.update(foreign, |_| unreachable!()),
+        "a key of another queue"
+    );
+}

@@ -216,6 +216,8 @@ pub(crate) struct State<E> {
     park: Park,
     /// Next FIFO sequence number.
     seq: u64,
+    /// The owner closed the queue ([`BlockingQueue::close`]): closable takes stop waiting.
+    pub(crate) closed: bool,
 }
 
 impl<E: Timed> State<E> {
@@ -284,6 +286,7 @@ impl<E: Timed> BlockingQueue<E> {
                 leader: false,
                 park: Park::new(SpinPolicy::Adaptive),
                 seq: 0,
+                closed: false,
             }),
             leader_cv: Condvar::new(),
             followers: Condvar::new(),
@@ -313,6 +316,44 @@ impl<E: Timed> BlockingQueue<E> {
                 return entry;
             }
         }
+    }
+
+    /// Takes a due entry, blocking until one is due or the queue is closed; after
+    /// [`close`](Self::close) it returns the entries still due, then `None` without
+    /// waiting.
+    pub(crate) fn take_until_closed(&self) -> Option<E> {
+        let clock = &self.clock;
+        loop {
+            let stop =
+                |st: &State<E>| st.closed && st.head_deadline().is_none_or(|d| d > clock.now());
+            match self.lock().take(None, stop) {
+                Take::Item(entry, _) => return Some(entry),
+                Take::Stopped => return None,
+                Take::TimedOut => {}
+            }
+        }
+    }
+
+    /// Closes the queue: every taker blocked in [`take_until_closed`]
+    /// (Self::take_until_closed) wakes and returns (`None` once nothing is due). Entries
+    /// stay, and other takes and offers work as before. `true` if this call closed it.
+    pub(crate) fn close(&self) -> bool {
+        let mut state = self.state.lock();
+        if state.closed {
+            return false;
+        }
+        state.closed = true;
+        // Every sleeper re-checks its stop condition: the leader, the followers, and a
+        // spinner (which watches `head_changes`).
+        self.head_changes.fetch_add(1, Ordering::Relaxed);
+        self.leader_cv.notify_all();
+        self.followers.notify_all();
+        true
+    }
+
+    /// `true` once [`close`](Self::close) was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.lock().closed
     }
 
     /// Takes a due entry, waiting at most `timeout` of real time (`poll_timeout`).
