@@ -35,6 +35,8 @@ pub enum RejectionPolicy {
 /// live in `Shared`).
 pub(crate) struct Config {
     pub(crate) core_pool_size: usize,
+    /// The pool's name in every log event (`None`: from the thread name prefix).
+    pub(crate) name: Option<String>,
     pub(crate) thread_name_prefix: String,
     pub(crate) thread_stack_size: Option<usize>,
     pub(crate) on_thread_start: Option<Hook>,
@@ -81,6 +83,7 @@ impl Builder {
         Builder {
             config: Config {
                 core_pool_size: num_cpus::get(),
+                name: None,
                 thread_name_prefix: String::from("schedpool-worker-"),
                 thread_stack_size: None,
                 on_thread_start: None,
@@ -104,6 +107,15 @@ impl Builder {
     #[must_use]
     pub fn core_pool_size(mut self, n: usize) -> Self {
         self.config.core_pool_size = n;
+        self
+    }
+
+    /// The pool's name, carried as the field `pool` by every log event it emits (and
+    /// returned by [`ScheduledThreadPoolExecutor::name`](crate::ScheduledThreadPoolExecutor::name)).
+    /// Default: the thread name prefix without its trailing `-` (`schedpool-worker`).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.config.name = Some(name.into());
         self
     }
 
@@ -221,6 +233,16 @@ impl Builder {
     }
 }
 
+impl Config {
+    /// The pool's name: the one given, or the thread prefix without a trailing `-`.
+    pub(crate) fn pool_name(&self) -> &str {
+        match &self.name {
+            Some(n) => n,
+            None => self.thread_name_prefix.trim_end_matches('-'),
+        }
+    }
+}
+
 impl Default for Builder {
     fn default() -> Self {
         Self::new()
@@ -237,6 +259,7 @@ impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("core_pool_size", &self.core_pool_size)
+            .field("name", &self.pool_name())
             .field("thread_name_prefix", &self.thread_name_prefix)
             .field("thread_stack_size", &self.thread_stack_size)
             .field("keep_alive", &self.keep_alive)

@@ -61,6 +61,33 @@ impl ScheduledThreadPoolExecutor {
         Builder::new().core_pool_size(core_pool_size).build()
     }
 
+    /// The pool's name ([`Builder::name`]; by default the thread name prefix without its
+    /// trailing `-`), the `pool` field of every log event it emits.
+    pub fn name(&self) -> &str {
+        self.shared.name()
+    }
+
+    /// The current time in the pool's clock (the real monotonic clock, or its
+    /// [`ManualClock`](crate::ManualClock)), for deadlines given to
+    /// [`schedule_at`](Self::schedule_at) and [`ScheduledFuture::reschedule`] without
+    /// knowing which clock the pool uses.
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().clock(clock.clone()).build();
+    /// clock.advance(Duration::from_secs(60));
+    /// assert_eq!(pool.now(), clock.now());
+    /// let fut = pool.schedule_at(pool.now() + Duration::from_secs(1), || ()).unwrap();
+    /// assert_eq!(fut.delay(), Duration::from_secs(1));
+    /// ```
+    pub fn now(&self) -> Instant {
+        let clock = self.shared.clock();
+        clock.instant_of(clock.now())
+    }
+
     /// A [`Builder`] with the defaults.
     pub fn builder() -> Builder {
         Builder::new()

@@ -73,6 +73,7 @@
 
 pub(crate) mod control;
 mod shared;
+mod throttle;
 mod worker;
 
 pub(crate) use shared::Shared;

@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::Instant;
 
 use super::control::{Control, RunState};
+use super::throttle::Throttle;
 use super::{Policy, PoolRef, Stripe, Tally};
 use crate::builder::{Config, RejectionPolicy};
 use crate::clock::{AdvanceListener, Clock, Ticks};
@@ -69,6 +70,9 @@ pub(crate) struct Shared {
     /// Relaxed: written before `wake_all` takes the queue's coordinator lock and read by
     /// a waiting worker under that lock, which orders them.
     pub(super) epoch: AtomicU64,
+    /// Rate limits of the "task started late" and "task rejected" warnings (`throttle.rs`).
+    pub(super) late_log: Throttle,
+    reject_log: Throttle,
 }
 
 impl AdvanceListener for Shared {
@@ -99,6 +103,8 @@ impl Shared {
             counters: Counters::new(),
             lateness: Lateness::new(),
             epoch: AtomicU64::new(0),
+            late_log: Throttle::default(),
+            reject_log: Throttle::default(),
             config,
         });
         let listener: Weak<dyn AdvanceListener> =
@@ -210,7 +216,7 @@ impl Shared {
                 stats::bump(&self.counters.task_count);
                 let outcome = outcome.map_err(|(payload, msg)| {
                     stats::bump(&self.counters.panicked);
-                    tracing::error!(target: "schedpool", panic = %msg, "trigger panicked in first_deadline");
+                    tracing::error!(target: "schedpool", pool = self.name(), panic = %msg, "trigger panicked in first_deadline");
                     TaskError::Panicked(payload)
                 });
                 task.finish_unrun(outcome);
@@ -278,6 +284,11 @@ impl Shared {
     }
 
     #[inline]
+    /// The pool's name, the `pool` field of its log events.
+    pub(crate) fn name(&self) -> &str {
+        self.config.pool_name()
+    }
+
     pub(crate) fn clock(&self) -> &Clock {
         self.queue.clock()
     }
@@ -386,7 +397,9 @@ impl Shared {
     pub(super) fn refuse_if_shutdown(&self) -> Result<(), ScheduleError> {
         if self.is_shutdown() {
             stats::bump(&self.counters.rejected);
-            tracing::warn!(target: "schedpool", reason = %ScheduleError::Shutdown, "task rejected");
+            if let Some(suppressed) = self.reject_log.admit() {
+                tracing::warn!(target: "schedpool", pool = self.name(), reason = %ScheduleError::Shutdown, suppressed, "task rejected");
+            }
             return Err(ScheduleError::Shutdown);
         }
         Ok(())
@@ -435,7 +448,10 @@ impl Shared {
             ScheduleError::QueueFull => self.config.rejection_policy,
             _ => RejectionPolicy::Abort,
         };
-        tracing::warn!(target: "schedpool", reason = %reason, policy = ?policy, "task rejected");
+        if let Some(suppressed) = self.reject_log.admit() {
+            // At most one line a second; `suppressed`: the rejections since the last line.
+            tracing::warn!(target: "schedpool", pool = self.name(), reason = %reason, policy = ?policy, suppressed, "task rejected");
+        }
         match policy {
             RejectionPolicy::Abort => {
                 crate::task::drop_quietly(job); // a panicking Drop stays contained
@@ -597,7 +613,7 @@ impl Shared {
         let removed = self.apply_shutdown_policies(&mut self.queue.lock_all());
         self.queue.wake_all(); // E3: idle workers re-check; they exit if drained
         if before == RunState::Running {
-            tracing::info!(target: "schedpool", "executor shut down");
+            tracing::info!(target: "schedpool", pool = self.name(), "executor shut down");
         }
         finish_removed(removed);
         self.finisher_done();
@@ -606,7 +622,7 @@ impl Shared {
     /// Gives back a finisher slot (E5), tracing termination if that was the last party.
     fn finisher_done(&self) {
         if self.control.finisher_done() {
-            tracing::info!(target: "schedpool", "executor terminated");
+            tracing::info!(target: "schedpool", pool = self.name(), "executor terminated");
         }
     }
 
@@ -645,7 +661,7 @@ impl Shared {
         let entries = self.queue.lock_all().drain_sorted();
         self.queue.wake_all();
         if before == RunState::Running {
-            tracing::info!(target: "schedpool", "executor shut down (shutdown_now)");
+            tracing::info!(target: "schedpool", pool = self.name(), "executor shut down (shutdown_now)");
         }
         // The handed-out tasks are the caller's to run or drop, not the pool's work.
         self.finisher_done();

@@ -48,8 +48,8 @@ impl Drop for ExitGuard {
 /// The body of worker thread `index`.
 pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     CURRENT_POOL.with(|p| p.set(Arc::as_ptr(&shared) as usize));
-    reduce_timer_slack();
-    tracing::debug!(target: "schedpool", worker = index, "worker started");
+    reduce_timer_slack(shared.name());
+    tracing::debug!(target: "schedpool", pool = shared.name(), worker = index, "worker started");
     let mut guard = ExitGuard {
         shared,
         released: false,
@@ -58,6 +58,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     run_hook(
         guard.shared.config.on_thread_start.as_ref(),
         "on_thread_start",
+        guard.shared.name(),
     );
     let mut requeue = None;
     loop {
@@ -77,8 +78,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     run_hook(
         guard.shared.config.on_thread_stop.as_ref(),
         "on_thread_stop",
+        guard.shared.name(),
     );
-    tracing::debug!(target: "schedpool", worker = index, "worker exiting");
+    tracing::debug!(target: "schedpool", pool = guard.shared.name(), worker = index, "worker exiting");
     CURRENT_POOL.with(|p| p.set(0));
 }
 
@@ -101,6 +103,7 @@ fn run_task(
     let span = tracing::trace_span!(
         target: "schedpool",
         "task",
+        pool = shared.name(),
         id = header.id(),
         kind = job.schedule().name(),
         lateness_us = lateness.as_micros() as u64,
@@ -117,20 +120,25 @@ fn run_task(
         shared.lateness.record(index, now.saturating_sub(deadline));
         if lateness > shared.config.late_threshold {
             stats::bump(&shared.counters.late);
-            tracing::warn!(
-                target: "schedpool",
-                id = header.id(),
-                lateness_us = lateness.as_micros() as u64,
-                "task started late"
-            );
+            // At most one line a second; `suppressed`: the late starts since the last line.
+            if let Some(suppressed) = shared.late_log.admit() {
+                tracing::warn!(
+                    target: "schedpool",
+                    pool = shared.name(),
+                    id = header.id(),
+                    lateness_us = lateness.as_micros() as u64,
+                    suppressed,
+                    "task started late"
+                );
+            }
         }
     }
     if report.skipped {
         stats::bump(&shared.counters.skipped);
-        tracing::debug!(target: "schedpool", id = header.id(), "periodic run skipped (max_lateness)");
+        tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), "periodic run skipped (max_lateness)");
     }
     if let Some(msg) = report.panic {
-        tracing::error!(target: "schedpool", id = header.id(), panic = %msg, "task panicked");
+        tracing::error!(target: "schedpool", pool = shared.name(), id = header.id(), panic = %msg, "task panicked");
     }
     match report.next {
         Some(next) => Some((job, next)),
@@ -145,19 +153,21 @@ fn run_task(
 /// so the kernel can batch wake-ups. A leader sleeping until a deadline wants the deadline:
 /// workers ask for 1 ns of slack. (`rustix` wraps `prctl(PR_SET_TIMERSLACK)` without
 /// `unsafe` in this crate.) Elsewhere this does nothing.
-fn reduce_timer_slack() {
+fn reduce_timer_slack(pool: &str) {
     #[cfg(target_os = "linux")]
     if let Err(err) = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1)) {
-        tracing::debug!(target: "schedpool", error = %err, "could not reduce the timer slack");
+        tracing::debug!(target: "schedpool", pool, error = %err, "could not reduce the timer slack");
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pool;
 }
 
 /// Runs a thread hook; a panic is caught and traced, and the pool goes on (`Builder`'s
 /// hook docs).
-fn run_hook(hook: Option<&Hook>, name: &'static str) {
+fn run_hook(hook: Option<&Hook>, name: &'static str, pool: &str) {
     if let Some(hook) = hook {
         if catch_unwind(AssertUnwindSafe(|| hook())).is_err() {
-            tracing::error!(target: "schedpool", hook = name, "thread hook panicked");
+            tracing::error!(target: "schedpool", pool, hook = name, "thread hook panicked");
         }
     }
 }
@@ -228,9 +238,9 @@ impl Shared {
         match builder.spawn(move || run(shared, index)) {
             Ok(_) => true,
             Err(err) => {
-                tracing::error!(target: "schedpool", worker = index, error = %err, "could not start a worker thread");
+                tracing::error!(target: "schedpool", pool = self.name(), worker = index, error = %err, "could not start a worker thread");
                 if self.control.unreserve() {
-                    tracing::info!(target: "schedpool", "executor terminated");
+                    tracing::info!(target: "schedpool", pool = self.name(), "executor terminated");
                 }
                 false
             }
@@ -346,11 +356,11 @@ impl Shared {
         };
         let (replacement, terminated) = (exit.replacement, exit.terminated);
         if let Some(index) = replacement {
-            tracing::error!(target: "schedpool", "a worker died unexpectedly; starting another");
+            tracing::error!(target: "schedpool", pool = self.name(), "a worker died unexpectedly; starting another");
             self.start_worker(index);
         }
         if terminated {
-            tracing::info!(target: "schedpool", "executor terminated");
+            tracing::info!(target: "schedpool", pool = self.name(), "executor terminated");
         }
     }
 }

@@ -334,9 +334,10 @@ impl<E: Timed> BlockingQueue<E> {
         }
     }
 
-    /// Closes the queue: every taker blocked in [`take_until_closed`]
-    /// (Self::take_until_closed) wakes and returns (`None` once nothing is due). Entries
-    /// stay, and other takes and offers work as before. `true` if this call closed it.
+    /// Closes the queue: every taker blocked in
+    /// [`take_until_closed`](Self::take_until_closed) wakes and returns (`None` once
+    /// nothing is due). Entries stay, and other takes and offers work as before. `true` if
+    /// this call closed it.
     pub(crate) fn close(&self) -> bool {
         let mut state = self.state.lock();
         if state.closed {

@@ -1,0 +1,75 @@
+//! [`Throttle`]: at most one log line per second for an event that can come in floods (a
+//! task started late, a rejected submission); the occurrences in between are counted and
+//! reported with the next line, so a burst of 5,000 late starts is a handful of lines that
+//! still add up to 5,000. The statistics (`PoolStats::late_count`, `rejected_count`) count
+//! every occurrence regardless.
+//!
+//! # Ordering
+//! Both words are `Relaxed` and `std`'s in every build: a rate limit publishes no data, and
+//! an occurrence counted on either side of a line's `swap` is reported by one line or the
+//! next, never twice.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Lines at most this often.
+const INTERVAL: Duration = Duration::from_secs(1);
+
+/// One event kind's rate limit.
+#[derive(Debug, Default)]
+pub(crate) struct Throttle {
+    /// When the next line may be written, in nanoseconds since [`epoch`].
+    next_ns: AtomicU64,
+    /// Occurrences not written since the last line.
+    suppressed: AtomicU64,
+}
+
+impl Throttle {
+    /// `Some(n)` if this occurrence gets a line (`n`: the occurrences suppressed since the
+    /// last line), else `None` (it was counted for the next line).
+    pub(crate) fn admit(&self) -> Option<u64> {
+        let now = u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let next = self.next_ns.load(Ordering::Relaxed);
+        let due = now >= next
+            && self
+                .next_ns
+                .compare_exchange(
+                    next,
+                    now.saturating_add(INTERVAL.as_nanos() as u64),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        if due {
+            Some(self.suppressed.swap(0, Ordering::Relaxed))
+        } else {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    }
+}
+
+/// The process's time origin for every throttle.
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_interval_and_nothing_lost() {
+        let t = Throttle::default();
+        assert_eq!(t.admit(), Some(0), "the first occurrence is written");
+        for _ in 0..999 {
+            assert_eq!(t.admit(), None, "the rest of the burst is counted");
+        }
+        // The next interval: pretend it has come.
+        t.next_ns.store(0, Ordering::Relaxed);
+        assert_eq!(t.admit(), Some(999), "and reported with the next line");
+        assert_eq!(t.admit(), None);
+    }
+}
