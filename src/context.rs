@@ -25,10 +25,11 @@
 //! | `interrupt()`, either | `true` | `Cancelled`, at once | goes on, sees `is_cancelled()`; its output is dropped |
 //! | `shutdown_now()` | the queued tasks | a one-shot: the run's outcome; a periodic task: `Cancelled` | sees `is_cancelled()` |
 
+use std::fmt;
 use std::time::Instant;
 
 use crate::future::CancelHandle;
-use crate::periodic::Next;
+use crate::periodic::{Next, OnError};
 use crate::pool::{Shared, Stripe};
 use crate::sync::Arc;
 use crate::task::{state, OnceBody, PeriodicBody, RunCx, Step};
@@ -139,14 +140,109 @@ impl<G> PeriodicBody for WithContext<G>
 where
     G: FnMut(&TaskContext<'_>) -> Next + Send + 'static,
 {
+    type Output = ();
+
+    fn output(&mut self) {}
+
     #[inline]
     fn call(&mut self, cx: &RunCx<'_>) -> Step {
-        let clock = cx.env.clock;
-        match (self.0)(&TaskContext { cx }) {
-            Next::Continue => Step::Continue,
-            Next::After(d) => Step::At(crate::clock::add(clock.now(), d)),
-            Next::At(at) => Step::At(clock.ticks_of(at)),
-            Next::Stop => Step::Stop,
+        step_of((self.0)(&TaskContext { cx }), cx)
+    }
+}
+
+/// A fallible periodic closure (`schedule_fallible`): what it says on success, and what
+/// the spec's [`OnError`] says after an error. The task's future yields `Ok(())`, or the
+/// last error if errors stopped the task.
+pub(crate) struct Fallible<G, E> {
+    f: G,
+    on_error: OnError,
+    /// Failed runs in a row.
+    failures: u32,
+    /// The error that stopped the task, for its future.
+    stopped_by: Option<E>,
+    /// xorshift64 state for the back-off's jitter; seeded at the first failure.
+    rng: u64,
+}
+
+impl<G, E> Fallible<G, E> {
+    pub(crate) fn new(f: G, on_error: OnError) -> Self {
+        Fallible {
+            f,
+            on_error,
+            failures: 0,
+            stopped_by: None,
+            rng: 0,
         }
+    }
+
+    /// A number in `[0, 1)` (xorshift64: statistical quality is not needed here).
+    fn unit(&mut self, seed: u64) -> f64 {
+        if self.rng == 0 {
+            self.rng = seed | 1;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+impl<G, E> PeriodicBody for Fallible<G, E>
+where
+    G: FnMut(&TaskContext<'_>) -> Result<Next, E> + Send + 'static,
+    E: fmt::Display + Send + 'static,
+{
+    type Output = Result<(), E>;
+
+    fn call(&mut self, cx: &RunCx<'_>) -> Step {
+        let error = match (self.f)(&TaskContext { cx }) {
+            Ok(next) => {
+                self.failures = 0;
+                return step_of(next, cx);
+            }
+            Err(e) => e,
+        };
+        self.failures = self.failures.saturating_add(1);
+        // Reported as a panic is: counted, traced, and on the future if it stops the task.
+        if let Some(c) = cx.env.counters {
+            crate::stats::bump(&c.failed);
+        }
+        let view = TaskContext { cx };
+        let pool = view.pool().map_or("", |p| p.name());
+        tracing::warn!(
+            target: "schedpool",
+            pool,
+            id = cx.header.id(),
+            failures = self.failures,
+            error = %error,
+            "periodic run failed"
+        );
+        if self.on_error.stop_after.is_some_and(|n| self.failures >= n) {
+            self.stopped_by = Some(error);
+            return Step::Stop;
+        }
+        match self.on_error.backoff {
+            Some(b) => {
+                let unit = self.unit(cx.header.id() ^ cx.env.now);
+                let wait = b.delay(self.failures, unit);
+                Step::At(crate::clock::add(cx.env.clock.now(), wait))
+            }
+            None => Step::Continue,
+        }
+    }
+
+    fn output(&mut self) -> Result<(), E> {
+        self.stopped_by.take().map_or(Ok(()), Err)
+    }
+}
+
+/// A context closure's answer as the task layer's step.
+fn step_of(next: Next, cx: &RunCx<'_>) -> Step {
+    let clock = cx.env.clock;
+    match next {
+        Next::Continue => Step::Continue,
+        Next::After(d) => Step::At(crate::clock::add(clock.now(), d)),
+        Next::At(at) => Step::At(clock.ticks_of(at)),
+        Next::Stop => Step::Stop,
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::builder::Builder;
 use crate::clock::{self, Ticks};
-use crate::context::{TaskContext, WithContext};
+use crate::context::{Fallible, TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::{PendingTask, ScheduledFuture};
 use crate::periodic::{Next, Periodic};
@@ -359,6 +359,62 @@ impl ScheduledThreadPoolExecutor {
         F: FnMut(&TaskContext<'_>) -> Next + Send + 'static,
     {
         let (task, pool) = self.shared.schedule_periodic(spec, WithContext(task))?;
+        Ok(ScheduledFuture::new(task, pool))
+    }
+
+    /// A periodic task whose closure may fail: it gets a [`TaskContext`] and returns
+    /// `Ok(Next)` (as for [`schedule_periodic_with_context`](Self::schedule_periodic_with_context))
+    /// or `Err(e)`. A failed run is counted (`PoolStats::failed_runs`) and traced at
+    /// `warn` with its error; the next run comes after the spec's
+    /// [`backoff`](Periodic::backoff) wait if it has one (else by the rule), and after
+    /// [`stop_after_errors`](Periodic::stop_after_errors) failures in a row the task stops.
+    /// The future yields `Ok(Ok(()))` when the task ends by itself, `Ok(Err(e))` with the
+    /// last error when errors stopped it, and `Err(TaskError)` when it was cancelled or
+    /// panicked. A poller that backs off on errors:
+    ///
+    /// ```
+    /// use schedpool::{Backoff, ManualClock, Next, Periodic, ScheduledThreadPoolExecutor};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
+    /// let calls = Arc::new(AtomicU32::new(0));
+    /// let c = calls.clone();
+    /// let spec = Periodic::with_fixed_delay(Duration::from_secs(1))
+    ///     .backoff(Backoff::new(Duration::from_secs(10), Duration::from_secs(60)))
+    ///     .stop_after_errors(3);
+    /// let poller = pool
+    ///     .schedule_fallible(spec, move |_ctx| {
+    ///         c.fetch_add(1, Ordering::SeqCst);
+    ///         Err::<Next, _>("the server is down") // every call fails
+    ///     })
+    ///     .unwrap();
+    /// for wait in [10, 20] {
+    ///     pool.wait_idle(Duration::from_secs(10));
+    ///     clock.advance(Duration::from_secs(wait)); // 10 s, then 20 s after each failure
+    /// }
+    /// assert_eq!(poller.get().unwrap(), Err("the server is down"));
+    /// assert_eq!(calls.load(Ordering::SeqCst), 3);
+    /// assert_eq!(pool.stats().failed_runs, 3);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`schedule_periodic`](Self::schedule_periodic).
+    pub fn schedule_fallible<F, E>(
+        &self,
+        spec: Periodic,
+        task: F,
+    ) -> Result<ScheduledFuture<Result<(), E>>, ScheduleError>
+    where
+        F: FnMut(&TaskContext<'_>) -> Result<Next, E> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+    {
+        let on_error = spec.on_error;
+        let (task, pool) = self
+            .shared
+            .schedule_periodic(spec, Fallible::new(task, on_error))?;
         Ok(ScheduledFuture::new(task, pool))
     }
 

@@ -110,7 +110,7 @@ pub use delay_queue::{DelayKey, DelayQueue};
 pub use error::{PanicPayload, ScheduleError, TaskError};
 pub use executor::{ScheduledThreadPoolExecutor, Terminated, WeakExecutor};
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
-pub use periodic::{MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
+pub use periodic::{Backoff, MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use queue::SpinPolicy;
 pub use stats::PoolStats;

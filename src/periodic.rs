@@ -246,6 +246,75 @@ pub(crate) struct Limits {
     pub(crate) max_runs: Option<u64>,
 }
 
+/// How a fallible periodic task waits after a failed run
+/// ([`Periodic::backoff`]): the first failure waits `base`, each further failure in a row
+/// twice as long as the one before, never more than `max`; a run that succeeds resets it.
+/// With `jitter` j, each wait is shortened by a random fraction up to j (so that many tasks
+/// failing together do not retry together).
+///
+/// ```
+/// use schedpool::Backoff;
+/// use std::time::Duration;
+///
+/// let b = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
+/// assert_eq!(b.delay_after(1), Duration::from_millis(100));
+/// assert_eq!(b.delay_after(3), Duration::from_millis(400));
+/// assert_eq!(b.delay_after(40), Duration::from_secs(5)); // capped
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Backoff {
+    base: Duration,
+    max: Duration,
+    jitter: f64,
+}
+
+impl Backoff {
+    /// Waits of `base`, doubling after each further failure, at most `max` (a `max`
+    /// below `base` is taken as `base`). No jitter.
+    #[must_use]
+    pub fn new(base: Duration, max: Duration) -> Self {
+        Backoff {
+            base,
+            max: max.max(base),
+            jitter: 0.0,
+        }
+    }
+
+    /// Shortens each wait by a random fraction of it, up to `fraction` (clamped to
+    /// `0.0..=1.0`; not a number counts as 0).
+    #[must_use]
+    pub fn jitter(mut self, fraction: f64) -> Self {
+        self.jitter = if fraction.is_nan() {
+            0.0
+        } else {
+            fraction.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// The wait after `failures` failed runs in a row (1 for the first), before jitter.
+    pub fn delay_after(&self, failures: u32) -> Duration {
+        let doublings = failures.saturating_sub(1).min(63);
+        self.base
+            .checked_mul(1u32.checked_shl(doublings).unwrap_or(u32::MAX))
+            .map_or(self.max, |d| d.min(self.max))
+    }
+
+    /// The wait after `failures` failures, with jitter; `unit` is a random number in
+    /// `[0, 1)`.
+    pub(crate) fn delay(&self, failures: u32, unit: f64) -> Duration {
+        self.delay_after(failures).mul_f64(1.0 - self.jitter * unit)
+    }
+}
+
+/// What a fallible periodic task does after a failed run (`Periodic::backoff`,
+/// `Periodic::stop_after_errors`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OnError {
+    pub(crate) backoff: Option<Backoff>,
+    pub(crate) stop_after: Option<u32>,
+}
+
 /// A specification for
 /// [`schedule_periodic`](crate::ScheduledThreadPoolExecutor::schedule_periodic): the
 /// rule (fixed rate, fixed delay or a [`Trigger`]) and its options.
@@ -277,6 +346,8 @@ pub struct Periodic {
     pub(crate) schedule: Schedule,
     pub(crate) initial_delay: Duration,
     pub(crate) limits: Limits,
+    /// For fallible tasks only (`schedule_fallible`).
+    pub(crate) on_error: OnError,
 }
 
 impl Periodic {
@@ -289,6 +360,7 @@ impl Periodic {
                 max_lateness: None,
                 max_runs: None,
             },
+            on_error: OnError::default(),
         }
     }
 
@@ -344,6 +416,26 @@ impl Periodic {
     #[must_use]
     pub fn max_lateness(mut self, d: Duration) -> Self {
         self.limits.max_lateness = Some(d);
+        self
+    }
+
+    /// For a fallible task
+    /// ([`schedule_fallible`](crate::ScheduledThreadPoolExecutor::schedule_fallible)):
+    /// after a failed run, the next one is due after `backoff`'s wait (from the end of
+    /// the failed run) instead of by the rule; a run that succeeds goes back to the rule.
+    /// Without it, a failed run is followed by the rule's next run. Other tasks ignore it.
+    #[must_use]
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.on_error.backoff = Some(backoff);
+        self
+    }
+
+    /// For a fallible task: after `n` failed runs in a row the task stops, and its future
+    /// completes with `Ok(Err(error))`, the last error (`0` counts as 1). Without it,
+    /// errors never stop the task. Other tasks ignore it.
+    #[must_use]
+    pub fn stop_after_errors(mut self, n: u32) -> Self {
+        self.on_error.stop_after = Some(n.max(1));
         self
     }
 

@@ -69,6 +69,10 @@ pub struct PoolStats {
     /// Periodic runs skipped because they would have started more than their
     /// `max_lateness` after their deadline.
     pub skipped_runs: u64,
+    /// Runs of fallible periodic tasks
+    /// ([`schedule_fallible`](crate::ScheduledThreadPoolExecutor::schedule_fallible)) that
+    /// returned an error.
+    pub failed_runs: u64,
     /// Median lateness (start − deadline) over the runs so far (±3 %).
     pub lateness_p50: Duration,
     /// 99th-percentile lateness over the runs so far (±3 %).
@@ -86,6 +90,7 @@ pub(crate) struct Counters {
     pub(crate) panicked: CachePadded<AtomicU64>,
     pub(crate) late: CachePadded<AtomicU64>,
     pub(crate) skipped: CachePadded<AtomicU64>,
+    pub(crate) failed: CachePadded<AtomicU64>,
 }
 
 impl Counters {
@@ -97,6 +102,7 @@ impl Counters {
             panicked: CachePadded::new(AtomicU64::new(0)),
             late: CachePadded::new(AtomicU64::new(0)),
             skipped: CachePadded::new(AtomicU64::new(0)),
+            failed: CachePadded::new(AtomicU64::new(0)),
         }
     }
 }

@@ -367,3 +367,136 @@ fn max_runs_still_bounds_a_self_steering_task() {
     assert_eq!(due.lock().unwrap().len(), 2);
     pool.close();
 }
+
+// ---------------------------------------------------------------------------------------
+// Fallible periodic tasks with back-off
+// ---------------------------------------------------------------------------------------
+
+/// A pool, a fallible task's future and the deadlines of its runs.
+type Fallible = (
+    ManualClock,
+    ScheduledThreadPoolExecutor,
+    schedpool::ScheduledFuture<Result<(), String>>,
+    Arc<Mutex<Vec<Duration>>>,
+);
+
+/// Runs a fallible task on virtual time that fails or succeeds as `script` says (true:
+/// fail), recording each run's deadline relative to the start.
+fn fallible(spec: Periodic, script: Vec<bool>) -> Fallible {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let due = Arc::new(Mutex::new(Vec::new()));
+    let d = due.clone();
+    let mut script = script.into_iter();
+    let fut = pool
+        .schedule_fallible(spec, move |ctx| {
+            d.lock().unwrap().push(ctx.deadline() - t0);
+            match script.next() {
+                Some(true) => Err(format!("failure at run {}", ctx.runs())),
+                _ => Ok(Next::Continue),
+            }
+        })
+        .unwrap();
+    (clock, pool, fut, due)
+}
+
+#[test]
+fn failed_runs_back_off_exponentially_up_to_the_cap_and_a_success_resets_it() {
+    let ms = Duration::from_millis;
+    let spec = Periodic::at_fixed_rate(ms(10)).backoff(schedpool::Backoff::new(ms(20), ms(50)));
+    // fail, fail, fail, fail, ok, fail, ok, ok
+    let (clock, pool, fut, due) = fallible(
+        spec,
+        vec![true, true, true, true, false, true, false, false],
+    );
+    walk(&clock, &pool, 60, 5);
+    let got = due.lock().unwrap().clone();
+    // Run 1 at 0 fails: wait 20; run 2 at 20 fails: 40; run 3 at 60 fails: 80 capped at 50;
+    // run 4 at 110 fails: 50; run 5 at 160 succeeds: the rate, 170; run 6 at 170 fails:
+    // back to the base, 20; run 7 at 190 succeeds: 200; run 8 at 200.
+    assert_eq!(
+        &got[..8],
+        &[
+            ms(0),
+            ms(20),
+            ms(60),
+            ms(110),
+            ms(160),
+            ms(170),
+            ms(190),
+            ms(200)
+        ],
+        "{got:?}"
+    );
+    assert_eq!(pool.stats().failed_runs, 5);
+    assert!(
+        !fut.is_done(),
+        "errors alone never stop a task without stop_after_errors"
+    );
+    assert!(fut.cancel());
+    assert!(matches!(fut.get(), Err(TaskError::Cancelled)));
+    pool.close();
+}
+
+#[test]
+fn jitter_shortens_each_wait_by_at_most_its_fraction() {
+    let ms = Duration::from_millis;
+    let spec = Periodic::with_fixed_delay(ms(1000))
+        .backoff(schedpool::Backoff::new(ms(100), ms(100)).jitter(0.5));
+    let (clock, pool, fut, due) = fallible(spec, vec![true; 30]);
+    walk(&clock, &pool, 300, 10);
+    let got = due.lock().unwrap().clone();
+    assert!(got.len() >= 20, "{got:?}");
+    let waits: Vec<Duration> = got.windows(2).map(|w| w[1] - w[0]).collect();
+    // Each wait is 50–100 ms from the end of the failed run, and a run starts up to one
+    // 10 ms step of the walk after its deadline: 50–110 ms between deadlines.
+    assert!(
+        waits.iter().all(|w| *w >= ms(50) && *w <= ms(110)),
+        "{waits:?}"
+    );
+    assert!(
+        waits.iter().any(|w| *w < ms(90)),
+        "some wait was shortened: {waits:?}"
+    );
+    assert!(fut.cancel());
+    pool.close();
+}
+
+#[test]
+fn stop_after_errors_ends_the_task_with_its_last_error_on_the_future() {
+    let spec = Periodic::at_fixed_rate(sec(1)).stop_after_errors(2);
+    // fail, ok (resets), fail, fail: stops at run 4.
+    let (clock, pool, fut, due) = fallible(spec, vec![true, false, true, true, false]);
+    walk(&clock, &pool, 6, 1000);
+    assert_eq!(fut.get().unwrap(), Err("failure at run 4".to_owned()));
+    assert_eq!(due.lock().unwrap().len(), 4, "no run after it stopped");
+    assert_eq!(pool.stats().failed_runs, 3);
+    pool.close();
+}
+
+#[test]
+fn a_fallible_task_that_stops_itself_or_panics_reports_like_any_periodic_task() {
+    let (clock, pool) = manual_pool(1);
+    let fine = pool
+        .schedule_fallible(Periodic::at_fixed_rate(sec(1)), |ctx| {
+            Ok::<_, String>(if ctx.runs() == 2 {
+                Next::Stop
+            } else {
+                Next::Continue
+            })
+        })
+        .unwrap();
+    let boom = pool
+        .schedule_fallible(
+            Periodic::at_fixed_rate(sec(1)),
+            |_| -> Result<Next, String> { panic!("fallible boom") },
+        )
+        .unwrap();
+    walk(&clock, &pool, 3, 1000);
+    assert_eq!(fine.get().unwrap(), Ok(()));
+    assert_eq!(
+        boom.get().unwrap_err().panic_message(),
+        Some("fallible boom")
+    );
+    pool.close();
+}

@@ -26,6 +26,9 @@ use crate::task::{
 /// A queued task: deadline and sequence inline, the task behind a pointer.
 pub(crate) type Entry = TimedEntry<Arc<dyn Job>>;
 
+/// A task accepted by the pool: what its future holds.
+pub(crate) type Scheduled<T> = (Arc<dyn TypedJob<T>>, PoolRef);
+
 impl Tracked for Entry {
     /// T4: the task's place in its home shard.
     #[inline]
@@ -135,7 +138,7 @@ impl Shared {
         deadline: Ticks,
         now: Option<Ticks>,
         task: B,
-    ) -> Result<(Arc<dyn TypedJob<T>>, PoolRef), ScheduleError>
+    ) -> Result<Scheduled<T>, ScheduleError>
     where
         B: OnceBody<T>,
         T: Send + 'static,
@@ -170,7 +173,7 @@ impl Shared {
         self: &Arc<Self>,
         spec: Periodic,
         task: B,
-    ) -> Result<(Arc<dyn TypedJob<()>>, PoolRef), ScheduleError>
+    ) -> Result<Scheduled<B::Output>, ScheduleError>
     where
         B: PeriodicBody,
     {
@@ -178,6 +181,7 @@ impl Shared {
             schedule,
             initial_delay,
             limits,
+            on_error: _, // read by the fallible adaptor (`context.rs`) before this
         } = spec;
         if schedule.is_zero() {
             return Err(ScheduleError::ZeroPeriod);
@@ -200,7 +204,7 @@ impl Shared {
             Ok(Some(_)) if limits.max_runs == Some(0) => Some(Ok(())),
             Ok(Some(_)) => None,
         };
-        let typed: Arc<dyn TypedJob<()>> = task.clone();
+        let typed: Arc<dyn TypedJob<B::Output>> = task.clone();
         let mut stripe = None;
         match ended {
             None => match self.submit(typed.clone(), Some(now), true) {
@@ -721,6 +725,7 @@ impl Shared {
             panicked_count: stats::read(&c.panicked),
             late_count: stats::read(&c.late),
             skipped_runs: stats::read(&c.skipped),
+            failed_runs: stats::read(&c.failed),
             lateness_p50,
             lateness_p99,
             lateness_max,

@@ -246,7 +246,14 @@ pub(crate) trait OnceBody<T>: Send + 'static {
 
 /// A periodic task's closure as its task calls it; it says what comes next.
 pub(crate) trait PeriodicBody: Send + 'static {
+    /// What the task's future yields when the task ends by itself (its rule or trigger
+    /// ended, `max_runs`, or the closure said stop): `()`, or a fallible task's verdict.
+    type Output: Send + 'static;
+
     fn call(&mut self, cx: &RunCx<'_>) -> Step;
+
+    /// The output, once the task ends by itself.
+    fn output(&mut self) -> Self::Output;
 }
 
 /// What a periodic run says comes next.
@@ -271,11 +278,15 @@ impl<F: FnOnce() -> T + Send + 'static, T> OnceBody<T> for Plain<F> {
 }
 
 impl<F: FnMut() + Send + 'static> PeriodicBody for Plain<F> {
+    type Output = ();
+
     #[inline]
     fn call(&mut self, _: &RunCx<'_>) -> Step {
         (self.0)();
         Step::Continue
     }
+
+    fn output(&mut self) {}
 }
 
 /// A task as the queue and the workers see it.

@@ -24,7 +24,7 @@ struct Body<F> {
 }
 
 /// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
-pub(crate) struct PeriodicTask<F> {
+pub(crate) struct PeriodicTask<F: PeriodicBody> {
     header: Header,
     /// A deadline set by `reschedule` while the task was out of the queue (running),
     /// used instead of its rule's next deadline when it is re-queued; [`NO_DEADLINE`] if
@@ -33,7 +33,7 @@ pub(crate) struct PeriodicTask<F> {
     schedule: Schedule,
     limits: Limits,
     /// The closure while SCHEDULED (T3), then the outcome.
-    done: Completion<Body<F>, ()>,
+    done: Completion<Body<F>, F::Output>,
 }
 
 impl<F: PeriodicBody> PeriodicTask<F> {
@@ -60,18 +60,29 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             state::PANICKED
         };
         if self.header.transition(state::SCHEDULED, to) {
-            drop_quietly(self.done.take_body());
+            let mut body = self.done.take_body();
+            let outcome = outcome.map(|()| match &mut body {
+                Some(b) => b.f.output(),
+                None => unreachable!("T3: a task that never ran has its closure"),
+            });
+            drop_quietly(body);
             self.done.complete(outcome);
         }
     }
 
     /// Ends the task from RUNNING with `outcome` (T2: only if this exchange wins; a
     /// canceller that won first completed it) and drops the closure (T3).
-    fn finish(&self, to: u8, outcome: Result<(), TaskError>, body: Body<F>) {
+    fn finish(&self, to: u8, outcome: Result<F::Output, TaskError>, body: Body<F>) {
         if self.header.transition(state::RUNNING, to) {
             self.done.complete(outcome);
         }
         drop_quietly(body);
+    }
+
+    /// Ends the task by itself: DONE with the closure's output.
+    fn finish_done(&self, mut body: Body<F>) {
+        let out = body.f.output();
+        self.finish(state::DONE, Ok(out), body);
     }
 
     /// One run after a successful `start`; `next` is `None` if the task ended.
@@ -129,7 +140,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 return report;
             }
             if self.limits.max_runs.is_some_and(|max| body.runs >= max) || step == Step::Stop {
-                self.finish(state::DONE, Ok(()), body);
+                self.finish_done(body);
                 return report;
             }
             if let Step::At(next) = step {
@@ -156,7 +167,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 report.panic = Some(msg);
                 self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
             }
-            Ok(None) => self.finish(state::DONE, Ok(()), body),
+            Ok(None) => self.finish_done(body),
             Ok(Some(next)) => return self.requeue_at(next, scheduled, body, report),
         }
         report
@@ -219,8 +230,8 @@ impl<F: PeriodicBody> Job for PeriodicTask<F> {
     }
 }
 
-impl<F: PeriodicBody> TypedJob<()> for PeriodicTask<F> {
-    fn outcome(&self) -> &dyn Outcome<()> {
+impl<F: PeriodicBody> TypedJob<F::Output> for PeriodicTask<F> {
+    fn outcome(&self) -> &dyn Outcome<F::Output> {
         &self.done
     }
 }
@@ -352,6 +363,10 @@ mod tests {
     struct Steps(std::vec::IntoIter<Step>, StdArc<AtomicUsize>);
 
     impl PeriodicBody for Steps {
+        type Output = ();
+
+        fn output(&mut self) {}
+
         fn call(&mut self, cx: &RunCx<'_>) -> Step {
             let n = self.1.fetch_add(1, Ordering::SeqCst) as u64 + 1;
             assert_eq!(cx.runs, n, "the context counts runs, this one included");
