@@ -213,6 +213,7 @@ where
             target: "schedpool",
             pool,
             id = cx.header.id(),
+            name = cx.task_name.unwrap_or_default(),
             failures = self.failures,
             error = %error,
             "periodic run failed"
@@ -233,6 +234,10 @@ where
 
     fn output(&mut self) -> Result<(), E> {
         self.stopped_by.take().map_or(Ok(()), Err)
+    }
+
+    fn last_failed(&self) -> bool {
+        self.failures > 0
     }
 }
 

@@ -12,7 +12,7 @@ use crate::error::ScheduleError;
 use crate::future::{PendingTask, ScheduledFuture};
 use crate::periodic::{Next, Periodic};
 use crate::pool::{self, Policy, Shared};
-use crate::stats::PoolStats;
+use crate::stats::{PoolStats, TaskInfo};
 use crate::sync::{Arc, Weak};
 use crate::task::{OnceBody, Plain};
 
@@ -86,6 +86,29 @@ impl ScheduledThreadPoolExecutor {
     pub fn now(&self) -> Instant {
         let clock = self.shared.clock();
         clock.instant_of(clock.now())
+    }
+
+    /// A snapshot of the tasks waiting in the queue, earliest deadline first: name, kind,
+    /// next deadline, runs so far and how the last run went (Java's `getQueue()`,
+    /// Spring's `ScheduledTaskHolder`). Tasks running right now are not in the queue and
+    /// not listed. It locks every shard of the queue once, briefly, and copies: O(n).
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, Periodic, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
+    /// let flush = Periodic::at_fixed_rate(Duration::from_secs(60)).name("metrics flush");
+    /// pool.schedule_periodic(flush, || ()).unwrap();
+    /// pool.schedule(Duration::from_secs(5), || ()).unwrap();
+    /// let tasks = pool.scheduled_tasks();
+    /// assert_eq!(tasks.len(), 2);
+    /// assert_eq!(tasks[0].name.as_deref(), Some("metrics flush")); // due now
+    /// assert_eq!((tasks[1].kind, tasks[1].deadline), ("once", clock.now() + Duration::from_secs(5)));
+    /// ```
+    pub fn scheduled_tasks(&self) -> Vec<TaskInfo> {
+        self.shared.scheduled_tasks()
     }
 
     /// A [`Builder`] with the defaults.

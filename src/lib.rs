@@ -57,10 +57,12 @@
 //! - `cron`: `CronTrigger` and `CronError`, cron expressions in UTC or local time (croner).
 //!
 //! # Observability
-//! `tracing` spans and events, target `schedpool` (no subscriber is installed): a `task`
-//! span per run (trace level) with fields `id`, `kind` and `lateness_us`; `warn` on
-//! rejection, `error` on a panicking task, `info` on shutdown and termination, `debug` on
-//! worker start and exit.
+//! `tracing` spans and events, target `schedpool` (no subscriber is installed), each with
+//! the field `pool` (the pool's name, `Builder::name`): a `task` span per run (trace level)
+//! with fields `id`, `name` (`Periodic::name`), `kind` and `lateness_us`; `warn` on a late
+//! start and on a rejection (each at most once a second per pool, with `suppressed`: the
+//! occurrences since the last line), `warn` on a failed run of a fallible task, `error` on
+//! a panicking task, `info` on shutdown and termination, `debug` on worker start and exit.
 //!
 //! The design notes ship with the crate and are rendered here: [`design`] (the
 //! architecture, its invariants and orderings) and [`java`] (the mapping from Java's
@@ -113,7 +115,7 @@ pub use future::{CancelHandle, PendingTask, ScheduledFuture};
 pub use periodic::{Backoff, MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use queue::SpinPolicy;
-pub use stats::PoolStats;
+pub use stats::{LastRun, PoolStats, TaskInfo};
 
 /// The design notes (`docs/DESIGN.md`): the architecture, its invariants and orderings.
 #[doc = include_str!("../docs/DESIGN.md")]

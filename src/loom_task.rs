@@ -94,6 +94,7 @@ fn loom_cancel_vs_periodic_requeue() {
             0,
             rule,
             limits,
+            None,
             Plain(move || {
                 let _owned = &guard;
             }),
@@ -279,7 +280,7 @@ fn loom_shutdown_vs_periodic_requeue() {
             max_lateness: None,
             max_runs: None,
         };
-        let task = Arc::new(PeriodicTask::new(0, rule, limits, Plain(|| ())));
+        let task = Arc::new(PeriodicTask::new(0, rule, limits, None, Plain(|| ())));
         let job: Arc<dyn Job> = task.clone();
         shared.submit(job, None, true).unwrap();
         let entry = shared

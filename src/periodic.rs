@@ -348,6 +348,8 @@ pub struct Periodic {
     pub(crate) limits: Limits,
     /// For fallible tasks only (`schedule_fallible`).
     pub(crate) on_error: OnError,
+    /// `Periodic::name`.
+    pub(crate) name: Option<Arc<str>>,
 }
 
 impl Periodic {
@@ -361,6 +363,7 @@ impl Periodic {
                 max_runs: None,
             },
             on_error: OnError::default(),
+            name: None,
         }
     }
 
@@ -416,6 +419,14 @@ impl Periodic {
     #[must_use]
     pub fn max_lateness(mut self, d: Duration) -> Self {
         self.limits.max_lateness = Some(d);
+        self
+    }
+
+    /// A name for the task: carried by its `task` span and its panic and failure logs,
+    /// and shown by [`scheduled_tasks`](crate::ScheduledThreadPoolExecutor::scheduled_tasks).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(Arc::from(name.into()));
         self
     }
 

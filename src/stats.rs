@@ -24,7 +24,7 @@
 
 use crate::sync::Ordering;
 use crossbeam_utils::CachePadded;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::sync::{AtomicU64, StatCounter};
 
@@ -79,6 +79,42 @@ pub struct PoolStats {
     pub lateness_p99: Duration,
     /// The largest lateness so far (exact).
     pub lateness_max: Duration,
+}
+
+/// One queued task, as [`scheduled_tasks`](crate::ScheduledThreadPoolExecutor::scheduled_tasks)
+/// shows it (Java: an element of `getQueue()`; Spring: a `ScheduledTask`). A snapshot: the
+/// task may run, move or end right after it was taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskInfo {
+    /// The name given with [`Periodic::name`](crate::Periodic::name), if any.
+    pub name: Option<String>,
+    /// `"once"`, `"fixed_rate"`, `"fixed_delay"` or `"trigger"`.
+    pub kind: &'static str,
+    /// When it runs next, in the executor's clock.
+    pub deadline: Instant,
+    /// Runs so far (a periodic task's; 0 for a one-shot, which is queued only before its
+    /// run).
+    pub runs: u64,
+    /// How the last run went, if there was one.
+    pub last_run: Option<LastRun>,
+    /// Cancelled but still queued (only with `remove_on_cancel` off, until a purge or its
+    /// deadline).
+    pub cancelled: bool,
+}
+
+/// How a periodic task's last run went ([`TaskInfo::last_run`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LastRun {
+    /// It ran and returned.
+    Completed,
+    /// It panicked (and the task went on: `OnPanic::Continue`).
+    Panicked,
+    /// A fallible task's run returned an error.
+    Failed,
+    /// It was skipped for `max_lateness`.
+    Skipped,
 }
 
 /// The executor's monotonic counters.

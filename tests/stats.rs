@@ -463,3 +463,89 @@ fn a_submission_refused_for_want_of_a_thread_is_not_counted_as_accepted() {
     pool.shutdown();
     assert!(pool.await_termination(BOUND));
 }
+
+// ---------------------------------------------------------------------------------------
+// scheduled_tasks: the snapshot of the queue
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn scheduled_tasks_shows_names_kinds_deadlines_runs_and_last_outcomes() {
+    use schedpool::{LastRun, Next, OnPanic, Periodic};
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .remove_on_cancel(false)
+        .build();
+    let t0 = clock.now();
+    let s = Duration::from_secs;
+    pool.schedule_periodic(Periodic::at_fixed_rate(s(10)).name("ok"), || ())
+        .unwrap();
+    pool.schedule_periodic(
+        Periodic::at_fixed_rate(s(10))
+            .name("panics")
+            .on_panic(OnPanic::Continue),
+        || panic!("every time"),
+    )
+    .unwrap();
+    pool.schedule_fallible(Periodic::with_fixed_delay(s(20)).name("fails"), |_| {
+        Err::<Next, _>("down")
+    })
+    .unwrap();
+    let cancelled = pool.schedule(s(5), || ()).unwrap();
+    assert!(cancelled.cancel());
+    pool.schedule(s(30), || ()).unwrap();
+    assert!(
+        pool.wait_idle(BOUND),
+        "the three periodic tasks ran once, at 0"
+    );
+
+    let tasks = pool.scheduled_tasks();
+    let view: Vec<_> = tasks
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_deref(),
+                t.kind,
+                t.deadline - t0,
+                t.runs,
+                t.last_run,
+                t.cancelled,
+            )
+        })
+        .collect();
+    assert_eq!(
+        view,
+        [
+            (None, "once", s(5), 0, None, true),
+            (
+                Some("ok"),
+                "fixed_rate",
+                s(10),
+                1,
+                Some(LastRun::Completed),
+                false
+            ),
+            (
+                Some("panics"),
+                "fixed_rate",
+                s(10),
+                1,
+                Some(LastRun::Panicked),
+                false
+            ),
+            (
+                Some("fails"),
+                "fixed_delay",
+                s(20),
+                1,
+                Some(LastRun::Failed),
+                false
+            ),
+            (None, "once", s(30), 0, None, false),
+        ],
+        "earliest first; equal deadlines in submission order"
+    );
+    drop(pool.shutdown_now());
+    assert!(pool.scheduled_tasks().is_empty());
+}

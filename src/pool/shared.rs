@@ -16,7 +16,7 @@ use crate::error::{run_caught, ScheduleError, TaskError};
 use crate::periodic::{Periodic, Schedule};
 use crate::queue::sharded::{AllShards, ShardGuard, ShardedQueue};
 use crate::queue::{Position, TimedEntry, Tracked};
-use crate::stats::{self, Counters, Lateness, PoolStats};
+use crate::stats::{self, Counters, Lateness, PoolStats, TaskInfo};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::{
     state, Job, OnceBody, OnceTask, PeriodicBody, PeriodicTask, Plain, RunEnv, TypedJob,
@@ -182,6 +182,7 @@ impl Shared {
             initial_delay,
             limits,
             on_error: _, // read by the fallible adaptor (`context.rs`) before this
+            name,
         } = spec;
         if schedule.is_zero() {
             return Err(ScheduleError::ZeroPeriod);
@@ -197,7 +198,7 @@ impl Shared {
             _ => Ok(Some(earliest)),
         };
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
-        let task = Arc::new(PeriodicTask::new(deadline, schedule, limits, task));
+        let task = Arc::new(PeriodicTask::new(deadline, schedule, limits, name, task));
         let ended = match first {
             Err((payload, msg)) => Some(Err((payload, msg))),
             Ok(None) => Some(Ok(())),
@@ -678,6 +679,34 @@ impl Shared {
 
     pub(crate) fn await_termination(&self, until: Option<Instant>) -> bool {
         self.control.await_termination(until)
+    }
+
+    /// A snapshot of the queued tasks, earliest first
+    /// (`ScheduledThreadPoolExecutor::scheduled_tasks`).
+    pub(crate) fn scheduled_tasks(&self) -> Vec<TaskInfo> {
+        let mut queued: Vec<(Ticks, u64, Arc<dyn Job>)> = Vec::new();
+        self.queue
+            .lock_all()
+            .for_each(|e| queued.push((e.deadline, e.seq, Arc::clone(&e.value))));
+        // Outside the shard locks: each task's record takes its stage's lock, and the
+        // copies may be the last references (a task's drop runs user code, I4). The
+        // order is the queue's: (deadline, seq).
+        queued.sort_by_key(|&(deadline, seq, _)| (deadline, seq));
+        let clock = self.clock();
+        queued
+            .iter()
+            .map(|(deadline, _, job)| {
+                let (runs, last_run) = job.record();
+                TaskInfo {
+                    name: job.name().map(str::to_owned),
+                    kind: job.schedule().name(),
+                    deadline: clock.instant_of(*deadline),
+                    runs,
+                    last_run,
+                    cancelled: job.header().state() == state::CANCELLED,
+                }
+            })
+            .collect()
     }
 
     /// Polls for termination (`ScheduledThreadPoolExecutor::terminated`).

@@ -263,6 +263,11 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
         self.nodes.first().map(|n| &n.entry)
     }
 
+    /// Every entry, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &E> {
+        self.nodes.iter().map(|n| &n.entry)
+    }
+
     /// The entry at `pos`, if there is one.
     #[inline]
     pub(crate) fn get_at(&self, pos: usize) -> Option<&E> {

@@ -55,6 +55,11 @@ impl<E: Ordered> Lane<E> {
         self.live
     }
 
+    /// Every live entry, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &E> {
+        self.slots.iter().flatten()
+    }
+
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.live == 0

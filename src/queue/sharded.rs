@@ -803,6 +803,13 @@ impl<'a, E: Timed + Tracked, X> AllShards<'a, E, X> {
         &mut self.guards[index & (n - 1)]
     }
 
+    /// Calls `f` on every entry of every shard, in no particular order.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&E)) {
+        for g in &self.guards {
+            g.store().iter().for_each(&mut f);
+        }
+    }
+
     /// Removes every entry `remove` selects, from every shard.
     pub(crate) fn extract_if(&mut self, mut remove: impl FnMut(&E) -> bool) -> Vec<E> {
         let mut out = Vec::new();

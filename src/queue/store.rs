@@ -99,6 +99,11 @@ impl<E: Timed, K: LaneKeeper<E>> Store<E, K> {
         }
     }
 
+    /// Every entry, in no particular order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &E> {
+        self.lane.iter().chain(self.heap.iter())
+    }
+
     /// Entries stored.
     #[inline]
     pub(crate) fn len(&self) -> usize {

@@ -55,7 +55,7 @@ use crate::clock::{Clock, Ticks};
 use crate::error::run_caught;
 use crate::periodic::Schedule;
 use crate::queue::{LockedCell, Position};
-use crate::stats::Counters;
+use crate::stats::{Counters, LastRun};
 use crate::sync::{AtomicU64, AtomicU8};
 
 pub(crate) use completion::{Completion, Outcome};
@@ -236,6 +236,8 @@ pub(crate) struct RunCx<'a> {
     pub(crate) deadline: Ticks,
     /// Runs so far, this one included.
     pub(crate) runs: u64,
+    /// The task's name (`Periodic::name`), for the closure's own logs.
+    pub(crate) task_name: Option<&'a str>,
 }
 
 /// A one-shot's closure as its task calls it: a plain closure ([`Plain`]), or one that
@@ -254,6 +256,11 @@ pub(crate) trait PeriodicBody: Send + 'static {
 
     /// The output, once the task ends by itself.
     fn output(&mut self) -> Self::Output;
+
+    /// `true` if the last call failed (a fallible closure's error).
+    fn last_failed(&self) -> bool {
+        false
+    }
 }
 
 /// What a periodic run says comes next.
@@ -301,6 +308,17 @@ pub(crate) trait Job: Send + Sync {
 
     /// When the task runs (the `kind` of its `task` span).
     fn schedule(&self) -> &Schedule;
+
+    /// The task's name, if it was given one (`Periodic::name`).
+    fn name(&self) -> Option<&str> {
+        None
+    }
+
+    /// Runs so far and how the last one went, for a snapshot (`TaskInfo`); takes the
+    /// stage's lock, so never under a shard's lock.
+    fn record(&self) -> (u64, Option<LastRun>) {
+        (0, None)
+    }
 
     /// Runs the task once on a worker (Java: `run`, or `runAndReset` for a periodic task),
     /// in the environment `env` (its `now` is the time the worker took it).

@@ -42,6 +42,7 @@ where
             header: &self.header,
             deadline: self.header.deadline(),
             runs: 1,
+            task_name: None,
         };
         let outcome = run_caught(|| f.call(&cx));
         count_run(env.counters, outcome.is_err());

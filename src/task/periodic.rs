@@ -16,16 +16,22 @@ use crate::clock::{self, Ticks};
 use crate::error::{run_caught, TaskError};
 use crate::periodic::{Limits, OnPanic, RunTimes, Schedule};
 use crate::queue::LockedCell;
+use crate::stats::LastRun;
+use crate::sync::Arc;
 
 /// The closure of a periodic task and its run count, kept together in the stage (T3).
 struct Body<F> {
     f: F,
     runs: u64,
+    /// How the last run went (for snapshots).
+    last: Option<LastRun>,
 }
 
 /// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
 pub(crate) struct PeriodicTask<F: PeriodicBody> {
     header: Header,
+    /// `Periodic::name`, for logs and snapshots.
+    name: Option<Arc<str>>,
     /// A deadline set by `reschedule` while the task was out of the queue (running),
     /// used instead of its rule's next deadline when it is re-queued; [`NO_DEADLINE`] if
     /// none. Under the home shard's lock, like `Header::position` (T4).
@@ -37,17 +43,28 @@ pub(crate) struct PeriodicTask<F: PeriodicBody> {
 }
 
 impl<F: PeriodicBody> PeriodicTask<F> {
-    pub(crate) fn new(deadline: Ticks, schedule: Schedule, limits: Limits, f: F) -> Self {
+    pub(crate) fn new(
+        deadline: Ticks,
+        schedule: Schedule,
+        limits: Limits,
+        name: Option<Arc<str>>,
+        f: F,
+    ) -> Self {
         debug_assert!(
             schedule.is_periodic(),
             "a periodic task needs a periodic schedule"
         );
         PeriodicTask {
             header: Header::new(true, deadline),
+            name,
             rescheduled: LockedCell::new(NO_DEADLINE),
             schedule,
             limits,
-            done: Completion::new(Body { f, runs: 0 }),
+            done: Completion::new(Body {
+                f,
+                runs: 0,
+                last: None,
+            }),
         }
     }
 
@@ -102,6 +119,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         {
             // Skipped: the rule runs as if the run had started and finished now.
             report.skipped = true;
+            body.last = Some(LastRun::Skipped);
             RunTimes {
                 scheduled,
                 started: now,
@@ -115,11 +133,19 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 header: &self.header,
                 deadline: scheduled,
                 runs: body.runs + 1,
+                task_name: self.name.as_deref(),
             };
             let outcome = run_caught(|| body.f.call(&cx));
             count_run(counters, outcome.is_err());
             body.runs += 1;
             report.ran = true;
+            body.last = Some(if outcome.is_err() {
+                LastRun::Panicked
+            } else if body.f.last_failed() {
+                LastRun::Failed
+            } else {
+                LastRun::Completed
+            });
             let mut step = Step::Continue;
             let panicked = match outcome {
                 Ok(s) => {
@@ -207,6 +233,15 @@ impl<F: PeriodicBody> Job for PeriodicTask<F> {
         Some(&self.rescheduled)
     }
 
+    fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    fn record(&self) -> (u64, Option<LastRun>) {
+        self.done
+            .with_body(|b| b.map_or((0, None), |b| (b.runs, b.last)))
+    }
+
     fn schedule(&self) -> &Schedule {
         &self.schedule
     }
@@ -263,6 +298,7 @@ mod tests {
             100,
             Schedule::FixedRate(Duration::from_nanos(10), MissedTicks::Burst),
             LIMITS,
+            None,
             Plain(|| {}),
         );
         assert_eq!(
@@ -276,6 +312,7 @@ mod tests {
             100,
             Schedule::FixedDelay(Duration::from_nanos(10)),
             LIMITS,
+            None,
             Plain(|| {}),
         );
         if let Clock::Manual(m) = &c {
@@ -307,6 +344,7 @@ mod tests {
                 0,
                 Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
                 LIMITS,
+                None,
                 Plain(f),
             )
         });
@@ -330,6 +368,7 @@ mod tests {
             0,
             Schedule::FixedDelay(Duration::from_millis(1)),
             LIMITS,
+            None,
             Plain(|| panic!("periodic boom")),
         );
         let report = t.run(&env(&clock(), 0));
@@ -349,6 +388,7 @@ mod tests {
             0,
             Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst),
             LIMITS,
+            None,
             Plain(move || {
                 r.fetch_add(1, Ordering::SeqCst);
             }),
@@ -382,6 +422,7 @@ mod tests {
             100,
             Schedule::FixedRate(Duration::from_nanos(10), MissedTicks::Burst),
             LIMITS,
+            None,
             Steps(
                 vec![Step::At(1_000), Step::Continue, Step::Stop].into_iter(),
                 runs.clone(),
