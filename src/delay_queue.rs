@@ -53,6 +53,44 @@ pub struct DelayKey {
     handle: Handle,
 }
 
+/// An element taken out of a [`DelayQueue`] with its key and deadline
+/// ([`take_entry`](DelayQueue::take_entry), [`poll_entry`](DelayQueue::poll_entry)), as
+/// tokio-util's `Expired`: the key is stale now, and serves to find the element's entry in
+/// the caller's own maps.
+#[derive(Debug)]
+pub struct Expired<T> {
+    value: T,
+    key: DelayKey,
+    deadline: Instant,
+}
+
+impl<T> Expired<T> {
+    /// The element.
+    pub fn get_ref(&self) -> &T {
+        &self.value
+    }
+
+    /// The element, mutably.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+
+    /// The element, by value.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+
+    /// The key the element had (it names nothing any more).
+    pub fn key(&self) -> DelayKey {
+        self.key
+    }
+
+    /// The deadline the element was due at, in the queue's clock.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
 impl<T: Send + 'static> DelayQueue<T> {
     /// An empty queue on the real monotonic clock.
     pub fn new() -> Self {
@@ -162,6 +200,43 @@ impl<T: Send + 'static> DelayQueue<T> {
         let q = self.inner.lock();
         let head = q.peek()?;
         Some(f(&head.value, self.inner.clock().instant_of(head.deadline)))
+    }
+
+    /// As [`take`](Self::take), with the element's key and deadline.
+    ///
+    /// ```
+    /// use schedpool::DelayQueue;
+    /// use std::collections::HashMap;
+    /// use std::time::Duration;
+    ///
+    /// let q = DelayQueue::new();
+    /// let mut sessions = HashMap::new();
+    /// let key = q.offer("alice", Duration::ZERO);
+    /// sessions.insert(key, "alice's state");
+    /// let expired = q.take_entry();
+    /// assert_eq!(sessions.remove(&expired.key()), Some("alice's state"));
+    /// assert_eq!(expired.into_inner(), "alice");
+    /// ```
+    pub fn take_entry(&self) -> Expired<T> {
+        let (entry, handle) = self.inner.take_blocking_keyed();
+        self.expired(entry, handle)
+    }
+
+    /// As [`poll`](Self::poll), with the element's key and deadline.
+    pub fn poll_entry(&self) -> Option<Expired<T>> {
+        let taken = self.inner.lock().poll_keyed();
+        taken.map(|(entry, handle)| self.expired(entry, handle))
+    }
+
+    fn expired(&self, entry: TimedEntry<T>, handle: Handle) -> Expired<T> {
+        Expired {
+            deadline: self.inner.clock().instant_of(entry.deadline),
+            value: entry.value,
+            key: DelayKey {
+                queue: self.id,
+                handle,
+            },
+        }
     }
 
     /// The earliest element if it is due now, else `None`; never blocks.

@@ -1070,3 +1070,30 @@ fn peek_with_sees_the_head_and_its_deadline_without_taking_it() {
     );
     assert_eq!(q.len(), 2);
 }
+
+#[test]
+fn entries_come_out_with_their_key_and_deadline() {
+    let clock = ManualClock::new();
+    let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+    let t0 = clock.now();
+    let a = q.offer("a", secs(1));
+    let b = q.offer("b", secs(2));
+    assert!(q.poll_entry().is_none(), "nothing due");
+    clock.advance(secs(1));
+    let first = q.poll_entry().expect("a is due");
+    assert_eq!(
+        (first.key(), first.deadline(), *first.get_ref()),
+        (a, t0 + secs(1), "a")
+    );
+    assert_eq!(q.remove(first.key()), None, "the key is stale once taken");
+    let taker = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || q.take_entry())
+    };
+    clock.advance(secs(1));
+    let mut second = taker.join().unwrap();
+    assert_eq!((second.key(), second.deadline()), (b, t0 + secs(2)));
+    *second.get_mut() = "b, changed";
+    assert_eq!(second.into_inner(), "b, changed");
+    assert!(q.is_empty());
+}

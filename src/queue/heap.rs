@@ -467,6 +467,13 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D, SlotTable> {
         }
     }
 
+    /// Removes and returns the first entry with the handle it had. O(log n).
+    pub(crate) fn pop_keyed(&mut self) -> Option<(E, Handle)> {
+        let slot = self.nodes.first()?.tag;
+        let gen = self.keeper.slots[slot as usize].gen;
+        Some((self.remove_at(0), Handle { slot, gen }))
+    }
+
     /// The current position of the entry `h` names, or `None` if it left the heap.
     #[inline]
     pub(crate) fn position(&self, h: Handle) -> Option<usize> {

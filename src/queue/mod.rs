@@ -318,6 +318,15 @@ impl<E: Timed> BlockingQueue<E> {
         }
     }
 
+    /// Takes a due entry with its handle, blocking as long as it takes.
+    pub(crate) fn take_blocking_keyed(&self) -> (E, Handle) {
+        loop {
+            if let Take::Item(entry, _) = self.lock().take_keyed(None, |_| false) {
+                return entry;
+            }
+        }
+    }
+
     /// Takes a due entry, blocking until one is due or the queue is closed; after
     /// [`close`](Self::close) it returns the entries still due, then `None` without
     /// waiting.
@@ -461,6 +470,16 @@ impl<E: Timed> Locked<'_, E> {
         out
     }
 
+    /// The head with its handle, if it is due now (never blocks).
+    pub(crate) fn poll_keyed(&mut self) -> Option<(E, Handle)> {
+        let deadline = self.state.head_deadline()?;
+        if deadline <= self.queue.clock.now() {
+            self.state.store.pop_keyed()
+        } else {
+            None
+        }
+    }
+
     /// The head if it is due now (never blocks).
     #[inline]
     pub(crate) fn poll(&mut self) -> Option<E> {
@@ -490,8 +509,22 @@ impl<E: Timed> Locked<'_, E> {
     pub(crate) fn take(
         &mut self,
         timeout: Option<Instant>,
-        mut stop: impl FnMut(&State<E>) -> bool,
+        stop: impl FnMut(&State<E>) -> bool,
     ) -> Take<E> {
+        match self.take_keyed(timeout, stop) {
+            Take::Item((entry, _), now) => Take::Item(entry, now),
+            Take::TimedOut => Take::TimedOut,
+            Take::Stopped => Take::Stopped,
+        }
+    }
+
+    /// As [`take`](Self::take), with the taken entry's handle (its key in the public
+    /// queues, now stale).
+    pub(crate) fn take_keyed(
+        &mut self,
+        timeout: Option<Instant>,
+        mut stop: impl FnMut(&State<E>) -> bool,
+    ) -> Take<(E, Handle)> {
         let queue = self.queue;
         let real = matches!(queue.clock, Clock::Real { .. });
         let mut expired = false;
@@ -504,7 +537,11 @@ impl<E: Timed> Locked<'_, E> {
             let now = head.map_or(0, |_| queue.clock.now());
             if let Some(deadline) = head.filter(|&d| d <= now) {
                 debug_assert!(deadline <= now);
-                let entry = self.state.store.pop_head().expect("the head was just seen");
+                let entry = self
+                    .state
+                    .store
+                    .pop_keyed()
+                    .expect("the head was just seen");
                 break Take::Item(entry, now);
             }
             if expired {

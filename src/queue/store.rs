@@ -174,6 +174,14 @@ impl<E: Timed> Store<E, SlotTable> {
         (self.heap.remove(h.0), at == 0)
     }
 
+    /// Removes the head with its handle (the public queues never use the lane, so the
+    /// head is the heap's root).
+    #[inline]
+    pub(crate) fn pop_keyed(&mut self) -> Option<(E, Handle)> {
+        debug_assert!(self.lane.is_empty(), "the public queues never use the lane");
+        self.heap.pop_keyed().map(|(e, h)| (e, Handle(h)))
+    }
+
     /// Changes the key of the entry `h` names with `f`; `None` for a stale handle, else
     /// whether the head may have changed (it was or became the heap's root). O(log n).
     #[inline]
