@@ -53,6 +53,54 @@ pub struct DelayKey {
     handle: Handle,
 }
 
+/// The future of [`DelayQueue::next_expired`]: the next element to fall due, or `None`
+/// once the queue is closed and nothing is due.
+#[must_use = "a future does nothing unless polled"]
+pub struct NextExpired<T> {
+    queue: Arc<BlockingQueue<TimedEntry<T>>>,
+    /// The waker this future registered last (taken out again when it is dropped).
+    waker: Option<std::task::Waker>,
+}
+
+impl<T: Send + 'static> std::future::Future for NextExpired<T> {
+    type Output = Option<T>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        let polled = self.queue.poll_take(cx);
+        match polled {
+            std::task::Poll::Ready(entry) => {
+                self.waker = None; // nothing registered any more
+                std::task::Poll::Ready(entry.map(|e| e.value))
+            }
+            std::task::Poll::Pending => {
+                if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    self.waker = Some(cx.waker().clone());
+                }
+                std::task::Poll::Pending
+            }
+        }
+    }
+}
+
+impl<T> Drop for NextExpired<T> {
+    fn drop(&mut self) {
+        if let Some(w) = self.waker.take() {
+            self.queue.forget_waker(&w);
+        }
+    }
+}
+
+impl<T> fmt::Debug for NextExpired<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NextExpired")
+            .field("waiting", &self.waker.is_some())
+            .finish()
+    }
+}
+
 /// An element taken out of a [`DelayQueue`] with its key and deadline
 /// ([`take_entry`](DelayQueue::take_entry), [`poll_entry`](DelayQueue::poll_entry)), as
 /// tokio-util's `Expired`: the key is stale now, and serves to find the element's entry in
@@ -179,9 +227,36 @@ impl<T: Send + 'static> DelayQueue<T> {
         self.inner.take_until_closed().map(|e| e.value)
     }
 
+    /// The async face of [`take_until_closed`](Self::take_until_closed): a future of the
+    /// next element to fall due (`None` once the queue is closed and nothing is due),
+    /// usable from any async runtime. While such futures wait, one helper thread per
+    /// queue sleeps until the head's deadline and wakes them; it exits when none waits.
+    /// The future holds the queue's core, not a borrow, so it can be spawned.
+    ///
+    /// ```
+    /// use schedpool::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # rt.block_on(async {
+    /// let q = DelayQueue::new();
+    /// q.offer("soon", Duration::from_millis(5));
+    /// assert_eq!(q.next_expired().await, Some("soon"));
+    /// q.close();
+    /// assert_eq!(q.next_expired().await, None);
+    /// # });
+    /// ```
+    pub fn next_expired(&self) -> NextExpired<T> {
+        NextExpired {
+            queue: Arc::clone(&self.inner),
+            waker: None,
+        }
+    }
+
     /// Closes the queue for waiting: every taker blocked in
-    /// [`take_until_closed`](Self::take_until_closed) wakes, and from now on that call
-    /// returns `None` as soon as no element is due. Nothing else changes: elements stay,
+    /// [`take_until_closed`](Self::take_until_closed) or awaiting
+    /// [`next_expired`](Self::next_expired) wakes, and from now on those return `None` as
+    /// soon as no element is due. Nothing else changes: elements stay,
     /// `offer` still adds, `poll` and `drain_expired` still return due elements, and
     /// [`take`](Self::take), whose signature promises an element, keeps waiting for one
     /// (it never panics on a closed queue). `true` if this call closed it.

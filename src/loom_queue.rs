@@ -157,3 +157,53 @@ fn loom_close_vs_a_taker_of_an_empty_queue() {
         assert_eq!(taker.join().unwrap(), None);
     });
 }
+
+/// A poller waiting on virtual time, with the timer thread its poll starts. Its waker
+/// unparks it; it parks between polls.
+fn async_poller(q: &Arc<Q>) -> thread::JoinHandle<Option<u32>> {
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Unpark(thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    let q = q.clone();
+    thread::spawn(move || {
+        let waker = Waker::from(Arc::new(Unpark(thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            if let Poll::Ready(e) = q.poll_take(&mut cx) {
+                return e.map(|e| e.value);
+            }
+            thread::park(); // until the timer thread wakes it (I8); a lost wake-up deadlocks
+        }
+    })
+}
+
+/// I8: an async take waiting for a head that falls due by a clock advance is woken (by
+/// the timer thread its poll started) and takes it.
+#[test]
+fn loom_async_take_vs_advance() {
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 10, 7);
+        let poller = async_poller(&q);
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(poller.join().unwrap(), Some(7));
+    });
+}
+
+/// I8: an async take waiting on a queue that is closed returns `None`.
+#[test]
+fn loom_async_take_vs_close() {
+    loom::model(|| {
+        let (_clock, q) = queue();
+        offer(&q, 10, 7); // never due
+        let poller = async_poller(&q);
+        assert!(q.close());
+        assert_eq!(poller.join().unwrap(), None);
+    });
+}

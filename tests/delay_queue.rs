@@ -1097,3 +1097,71 @@ fn entries_come_out_with_their_key_and_deadline() {
     assert_eq!(second.into_inner(), "b, changed");
     assert!(q.is_empty());
 }
+
+// ---------------------------------------------------------------------------------------
+// next_expired: the async face
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn next_expired_hands_each_element_to_one_awaiting_task_on_any_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let q = Arc::new(DelayQueue::new());
+    let got = rt.block_on(async {
+        let consumers: Vec<_> = (0..3)
+            .map(|_| {
+                let q = Arc::clone(&q);
+                tokio::spawn(async move { q.next_expired().await })
+            })
+            .collect();
+        for i in 0..3u32 {
+            q.offer(i, ms(5 * u64::from(i)));
+        }
+        let mut got = Vec::new();
+        for c in consumers {
+            got.push(tokio::time::timeout(BOUND, c).await.unwrap().unwrap());
+        }
+        got
+    });
+    let mut got: Vec<u32> = got.into_iter().map(Option::unwrap).collect();
+    got.sort();
+    assert_eq!(got, [0, 1, 2], "each element to exactly one consumer");
+    assert!(q.is_empty());
+}
+
+#[test]
+fn next_expired_follows_virtual_time_and_ends_with_none_at_close() {
+    let clock = ManualClock::new();
+    let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+    q.offer("a", secs(10));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let waiter = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            let first = rt.block_on(q.next_expired());
+            tx.send(first).unwrap();
+            rt.block_on(q.next_expired())
+        })
+    };
+    assert!(rx.recv_timeout(QUIET).is_err(), "not due on virtual time");
+    clock.advance(secs(10));
+    assert_eq!(rx.recv_timeout(BOUND).unwrap(), Some("a"));
+    q.close();
+    assert_eq!(waiter.join().unwrap(), None, "closed with nothing due");
+    // A dropped future leaves nothing behind: a later one still works.
+    rt.block_on(async {
+        let pending = q.next_expired();
+        drop(pending);
+        q.offer("b", Duration::ZERO);
+        assert_eq!(q.next_expired().await, Some("b"));
+    });
+}

@@ -54,6 +54,12 @@
 //!   that removal needs no search) and a [`LockedCell`] are read and written only by the
 //!   [`Store`] they belong to, through the lock guard of its owner (a shard's guard in
 //!   `sharded.rs`; T4 in `task/mod.rs`, made a type).
+//! - I8 (async takes): a poll that finds nothing due registers its waker and makes sure
+//!   the timer thread runs, in the same critical section; the timer checks for wakers and
+//!   for a due head (or a close) under the lock and waits on `timer_cv` with it released
+//!   atomically, and every head change, clock advance and close notifies `timer_cv` under
+//!   the lock. So a registered waker is woken once its head is due or the queue closes.
+//!   The timer exits when no waker is registered (a dropped future takes its own out).
 //! - I7: the ready lane (`lane.rs`) holds only entries that were due when queued, in
 //!   order; the head is the earlier of the lane's front and the heap's root, so entries
 //!   leave in exactly the order a heap alone would give (`store.rs`).
@@ -75,9 +81,10 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
-use crate::sync::{unlocked, AtomicU64, Condvar, Mutex, MutexGuard, StatCounter};
+use crate::sync::{thread, unlocked, Arc, AtomicU64, Condvar, Mutex, MutexGuard, StatCounter};
 use heap::Handle as HeapHandle;
 use park::{Lead, Park};
+use std::task::{Context, Poll, Waker};
 use store::Store;
 
 pub use park::SpinPolicy;
@@ -218,6 +225,10 @@ pub(crate) struct State<E> {
     seq: u64,
     /// The owner closed the queue ([`BlockingQueue::close`]): closable takes stop waiting.
     pub(crate) closed: bool,
+    /// Wakers of async takes waiting for a due entry (I8).
+    async_waiters: Vec<Waker>,
+    /// The timer thread of the async takes runs (I8).
+    timer_running: bool,
 }
 
 impl<E: Timed> State<E> {
@@ -271,6 +282,8 @@ pub(crate) struct BlockingQueue<E> {
     leader_cv: Condvar,
     /// Everyone else's untimed wait (I3, I5).
     followers: Condvar,
+    /// The async takes' timer thread waits here (I8).
+    timer_cv: Condvar,
     /// Bumped with every head change (I5), so a spinning taker notices without the lock.
     /// A hint only: a spinner re-checks everything under the lock. `Relaxed` (and `std`'s
     /// atomic in every build) because nothing is published through it.
@@ -287,9 +300,12 @@ impl<E: Timed> BlockingQueue<E> {
                 park: Park::new(SpinPolicy::Adaptive),
                 seq: 0,
                 closed: false,
+                async_waiters: Vec::new(),
+                timer_running: false,
             }),
             leader_cv: Condvar::new(),
             followers: Condvar::new(),
+            timer_cv: Condvar::new(),
             head_changes: StatCounter::new(0),
             clock,
         }
@@ -358,6 +374,7 @@ impl<E: Timed> BlockingQueue<E> {
         self.head_changes.fetch_add(1, Ordering::Relaxed);
         self.leader_cv.notify_all();
         self.followers.notify_all();
+        self.timer_cv.notify_one(); // I8: async takes return None
         true
     }
 
@@ -386,6 +403,79 @@ impl<E: Timed> BlockingQueue<E> {
             self.leader_cv.notify_one();
         } else if !state.is_empty() {
             self.followers.notify_one();
+        }
+        if state.timer_running {
+            self.timer_cv.notify_one(); // I8: the timer re-reads the head
+        }
+    }
+}
+
+impl<E> BlockingQueue<E> {
+    /// An async take that will not be polled again forgets its waker, so the timer can
+    /// stop when nobody waits (I8).
+    pub(crate) fn forget_waker(&self, waker: &Waker) {
+        let mut state = self.state.lock();
+        state.async_waiters.retain(|w| !w.will_wake(waker));
+        if state.timer_running && state.async_waiters.is_empty() {
+            self.timer_cv.notify_one();
+        }
+    }
+}
+
+/// The async take (`DelayQueue::next_expired`): an entry due now, or `None` once the queue
+/// is closed and nothing is due; else its waker waits in the queue, and the queue's timer
+/// thread wakes it (I8).
+impl<E: Timed + Send + 'static> BlockingQueue<E> {
+    pub(crate) fn poll_take(self: &Arc<Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
+        let mut state = self.state.lock();
+        if state.head_deadline().is_some_and(|d| d <= self.clock.now()) {
+            let entry = state.store.pop_head();
+            self.signal_head_changed(&state); // the head moved on: waiting takers re-check
+            return Poll::Ready(entry);
+        }
+        if state.closed {
+            return Poll::Ready(None);
+        }
+        // I8: registered, and the timer known to run, in the critical section that saw
+        // nothing due.
+        if !state.async_waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            state.async_waiters.push(cx.waker().clone());
+        }
+        if !state.timer_running {
+            state.timer_running = true;
+            let queue = Arc::clone(self);
+            let started = thread::Builder::new()
+                .name("schedpool-delay-timer".into())
+                .spawn(move || queue.run_timer());
+            if started.is_err() {
+                // No thread could be started: the future is woken at once and polls
+                // again (and tries again), so it cannot wait forever.
+                state.timer_running = false;
+                cx.waker().wake_by_ref();
+            }
+        }
+        Poll::Pending
+    }
+
+    /// The timer thread of the async takes (I8): while wakers wait, it sleeps until the
+    /// head is due (or changes, or the clock advances, or the queue closes), then wakes
+    /// them all; they poll again and one takes the head. It exits when none waits.
+    fn run_timer(self: Arc<Self>) {
+        let real = matches!(self.clock, Clock::Real { .. });
+        let mut state = self.state.lock();
+        loop {
+            if state.async_waiters.is_empty() {
+                state.timer_running = false;
+                return;
+            }
+            let head = state.head_deadline();
+            if state.closed || head.is_some_and(|d| d <= self.clock.now()) {
+                let wakers = std::mem::take(&mut state.async_waiters);
+                unlocked(&mut state, || wakers.into_iter().for_each(Waker::wake));
+                continue;
+            }
+            let until = head.filter(|_| real).map(|d| self.clock.instant_of(d));
+            wait(&self.timer_cv, &mut state, until);
         }
     }
 }
