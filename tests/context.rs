@@ -16,30 +16,8 @@ use schedpool::{
     TaskContext, TaskError,
 };
 
-/// The bound on every real-time wait for something that must happen.
-const BOUND: Duration = Duration::from_secs(10);
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
-}
-
-/// Counts drops of the value it is captured in.
-struct DropCount(Arc<AtomicUsize>);
-
-impl Drop for DropCount {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+mod common;
+use common::{manual_pool, sec, DropCount, BOUND};
 
 /// Starts a one-shot that signals once it runs, then spins until its context says stop,
 /// and returns what it was holding. Returns its future and the "started" receiver.
