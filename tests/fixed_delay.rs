@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use schedpool::{
-    CancelHandle, ManualClock, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor,
-    TaskError,
+    CancelHandle, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
 };
 
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{manual_pool, sec, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -22,15 +22,6 @@ fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
 fn close(pool: &ScheduledThreadPoolExecutor) {
     pool.shutdown();
     assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
-
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
 }
 
 /// On a one-worker pool, a task due now runs after every task due earlier.
@@ -49,10 +40,6 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
 fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
     drop(pool.shutdown_now());
     assert!(pool.await_termination(BOUND));
-}
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 #[test]

@@ -9,9 +9,10 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
+use schedpool::{ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{manual_pool, sec, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -25,25 +26,12 @@ fn close(pool: &ScheduledThreadPoolExecutor) {
     assert!(pool.await_termination(BOUND), "the pool did not terminate");
 }
 
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
-}
-
 fn wait_until(what: &str, cond: impl Fn() -> bool) {
     let end = Instant::now() + BOUND;
     while !cond() {
         assert!(Instant::now() < end, "timed out waiting until {what}");
         thread::sleep(Duration::from_micros(200));
     }
-}
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 /// Unparks a thread and counts its wakes.

@@ -38,8 +38,9 @@ use schedpool::{
     TaskError,
 };
 
-/// Java's `LONG_DELAY_MS`: a bound for things that should happen soon.
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{manual_pool, wait_until, BOUND};
+
 /// Java's `timeoutMillis()` for real-time ports: a lower bound only, never an upper one.
 const SHORT: Duration = Duration::from_millis(30);
 const HOUR: Duration = Duration::from_secs(3600);
@@ -47,29 +48,6 @@ static TEST_STRING: &str = "a test string";
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
-}
-
-/// Polls `cond` until it holds or `BOUND` passes; `true` if it held.
-fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + BOUND;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// Like `wait_until`, advancing `clock` by 1 ms between polls (virtual time flows while

@@ -9,38 +9,12 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor};
 
-const BOUND: Duration = Duration::from_secs(10);
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
-}
-
-/// Polls `cond` until it holds or `BOUND` passes; `true` if it held.
-fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + BOUND;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-}
+mod common;
+use common::{manual_pool, sec, wait_until, BOUND};
 
 /// A gate tasks block on until the test opens it (bounded, so a failing test cannot
 /// wedge a worker forever).

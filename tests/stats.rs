@@ -6,42 +6,15 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Condvar, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schedpool::{
     ManualClock, PoolStats, RejectionPolicy, ScheduleError, ScheduledFuture,
     ScheduledThreadPoolExecutor, TaskError,
 };
 
-const BOUND: Duration = Duration::from_secs(10);
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
-}
-
-/// Polls `cond` until it holds or `BOUND` passes; `true` if it held.
-fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + BOUND;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-}
+mod common;
+use common::{manual_pool, sec, wait_until, BOUND};
 
 /// Waits until the pool has finished `n` runs and no worker is between runs.
 fn wait_completed(pool: &ScheduledThreadPoolExecutor, n: u64) {
