@@ -72,6 +72,7 @@
 //! handle's drop sees every earlier use. Statistics counters: `stats.rs`.
 
 pub(crate) mod control;
+mod introspect;
 mod shared;
 mod throttle;
 mod worker;

@@ -16,7 +16,7 @@ use crate::error::{run_caught, ScheduleError, TaskError};
 use crate::periodic::{Periodic, Schedule};
 use crate::queue::sharded::{AllShards, ShardGuard, ShardedQueue};
 use crate::queue::{Position, TimedEntry, Tracked};
-use crate::stats::{self, Counters, Lateness, PoolStats, TaskInfo};
+use crate::stats::{self, Counters, Lateness};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::{
     state, Job, OnceBody, OnceTask, PeriodicBody, PeriodicTask, Plain, RunEnv, TypedJob,
@@ -681,34 +681,6 @@ impl Shared {
         self.control.await_termination(until)
     }
 
-    /// A snapshot of the queued tasks, earliest first
-    /// (`ScheduledThreadPoolExecutor::scheduled_tasks`).
-    pub(crate) fn scheduled_tasks(&self) -> Vec<TaskInfo> {
-        let mut queued: Vec<(Ticks, u64, Arc<dyn Job>)> = Vec::new();
-        self.queue
-            .lock_all()
-            .for_each(|e| queued.push((e.deadline, e.seq, Arc::clone(&e.value))));
-        // Outside the shard locks: each task's record takes its stage's lock, and the
-        // copies may be the last references (a task's drop runs user code, I4). The
-        // order is the queue's: (deadline, seq).
-        queued.sort_by_key(|&(deadline, seq, _)| (deadline, seq));
-        let clock = self.clock();
-        queued
-            .iter()
-            .map(|(deadline, _, job)| {
-                let (runs, last_run) = job.record();
-                TaskInfo {
-                    name: job.name().map(str::to_owned),
-                    kind: job.schedule().name(),
-                    deadline: clock.instant_of(*deadline),
-                    runs,
-                    last_run,
-                    cancelled: job.header().state() == state::CANCELLED,
-                }
-            })
-            .collect()
-    }
-
     /// Polls for termination (`ScheduledThreadPoolExecutor::terminated`).
     pub(crate) fn poll_termination(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
         self.control.poll_termination(cx)
@@ -732,33 +704,6 @@ impl Shared {
             .extract_if(|e| e.value.header().state() == state::CANCELLED);
         wake_if_drained(self);
         removed.len()
-    }
-
-    pub(crate) fn stats(&self) -> PoolStats {
-        let (lateness_p50, lateness_p99, lateness_max) = self.lateness.summary();
-        let (queued, submitted) = {
-            let mut all = self.queue.lock_all();
-            let submitted: u64 = all.shards().map(|g| g.ext().submitted).sum();
-            (all.len(), submitted)
-        };
-        let c = &self.counters;
-        PoolStats {
-            core_pool_size: self.core_pool_size(),
-            pool_size: self.control.load().workers(),
-            active_count: self.queue.active(),
-            largest_pool_size: self.control.largest(),
-            queued,
-            task_count: stats::read(&c.task_count) + submitted,
-            completed_task_count: stats::read(&c.completed),
-            rejected_count: stats::read(&c.rejected),
-            panicked_count: stats::read(&c.panicked),
-            late_count: stats::read(&c.late),
-            skipped_runs: stats::read(&c.skipped),
-            failed_runs: stats::read(&c.failed),
-            lateness_p50,
-            lateness_p99,
-            lateness_max,
-        }
     }
 
     /// Sets a policy flag; the run-after-shutdown ones are re-applied at once after
