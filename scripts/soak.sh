@@ -47,6 +47,7 @@ printf '%-40s %s\n' \
     "shutdown_now tasks run by the caller" "$(field pending_run)" \
     "shutdown_now tasks dropped" "$(field pending_dropped)" \
     "lost (never ran, never cancelled)" "$(field lost)" \
+    "one-shots interrupted while running" "$(field interrupted_running)" \
     "accounting violations" "$(field violations)"
 if [ "$status" -ne 0 ]; then
     echo

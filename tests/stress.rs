@@ -5,7 +5,8 @@
 //! random rejection policy (`Abort`, `CallerRuns` or `Discard`). Several threads then
 //! schedule one-shots (`schedule`, `submit`, `execute`), fixed-rate and fixed-delay tasks
 //! and periodic tasks with `max_runs`, with delays and periods of a few milliseconds,
-//! cancel and reschedule random tasks, and the main thread resizes the pool; tasks
+//! cancel (a third of the time with `interrupt`, which also cancels a running one-shot)
+//! and reschedule random tasks, and the main thread resizes the pool; tasks
 //! themselves schedule, cancel and reschedule other tasks. At a random moment the pool is
 //! shut down: `shutdown`, `shutdown_now` or `close` from the main thread, or `shutdown`,
 //! `shutdown_now` or `close` from inside a running task. Submissions go on after it and
@@ -185,9 +186,12 @@ struct Record {
     overlaps: AtomicU64,
     drops: AtomicU64,
     drop_cause: AtomicU8,
-    /// A `cancel` returned true; `runs` at that moment.
+    /// A `cancel` (or an `interrupt`) returned true; `runs` at that moment.
     cancelled: AtomicBool,
     runs_at_cancel: AtomicU64,
+    /// It was an `interrupt` that returned true: a one-shot may have been running, so it
+    /// may have run once and its future still says `Cancelled`.
+    interrupted: AtomicBool,
 }
 
 impl Record {
@@ -206,6 +210,7 @@ impl Record {
             drop_cause: AtomicU8::new(cause::ALIVE),
             cancelled: AtomicBool::new(false),
             runs_at_cancel: AtomicU64::new(0),
+            interrupted: AtomicBool::new(false),
         }
     }
 
@@ -338,10 +343,21 @@ impl Ctx {
     }
 }
 
+/// A cancel, or (a third of the time) an interrupt: the cooperative `cancel(true)`, which
+/// also cancels a running one-shot.
 fn cancel(h: &(Arc<Record>, CancelHandle)) {
     let (rec, handle) = h;
+    let interrupt = rand_chance(33);
     with_cause(cause::CANCEL, || {
-        if handle.cancel() {
+        let won = if interrupt {
+            handle.interrupt()
+        } else {
+            handle.cancel()
+        };
+        if won {
+            if interrupt {
+                rec.interrupted.store(true, Ordering::SeqCst);
+            }
             rec.runs_at_cancel
                 .store(rec.runs.load(Ordering::SeqCst), Ordering::SeqCst);
             rec.cancelled.store(true, Ordering::SeqCst);
@@ -485,6 +501,8 @@ struct Totals {
     pending_run: u64,
     pending_dropped: u64,
     lost: u64,
+    /// One-shots that ran and whose future says `Cancelled`: interrupted while running.
+    interrupted_running: u64,
 }
 
 /// Runs one round of about `active` and returns its violations (empty if all is well).
@@ -724,10 +742,14 @@ fn check(ctx: &Ctx, setting: &str, totals: &mut Totals, v: &mut Vec<String>) {
         match (runs, how) {
             (1, Handled::Queued) => {
                 totals.one_shot_run += 1;
+                if rec.interrupted.load(Ordering::SeqCst) {
+                    totals.interrupted_running += 1;
+                }
                 if dropped_by != cause::NONE {
                     fail(format!("{id}: ran, but was dropped by cause {dropped_by}"));
                 }
-                if rec.cancelled.load(Ordering::SeqCst) {
+                // An interrupt may land while the one-shot runs; a cancel never does.
+                if rec.cancelled.load(Ordering::SeqCst) && !rec.interrupted.load(Ordering::SeqCst) {
                     fail(format!("{id}: ran after cancel returned true"));
                 }
             }
@@ -749,11 +771,14 @@ fn check(ctx: &Ctx, setting: &str, totals: &mut Totals, v: &mut Vec<String>) {
         let runs = rec.runs.load(Ordering::SeqCst);
         let id = format!("task {} ({:?})", rec.id, rec.kind);
         let cancelled = rec.cancelled.load(Ordering::SeqCst);
+        let interrupted = rec.interrupted.load(Ordering::SeqCst);
         match outcome {
             None => fail(format!("{id}: its future never completed")),
-            Some(Ok(())) if !rec.kind.is_periodic() && runs == 1 => {}
+            // An interrupt that returned true makes the future say Cancelled, run or not.
+            Some(Ok(())) if !rec.kind.is_periodic() && runs == 1 && !interrupted => {}
             Some(Ok(())) if rec.kind == Kind::Limited && runs == rec.max_runs && !cancelled => {}
-            Some(Err(TaskError::Cancelled)) if rec.kind.is_periodic() || runs == 0 => {}
+            Some(Err(TaskError::Cancelled))
+                if rec.kind.is_periodic() || runs == 0 || interrupted => {}
             Some(other) => fail(format!(
                 "{id}: ran {runs} times, cancelled {cancelled}, future {other:?}"
             )),
@@ -826,7 +851,7 @@ fn stress_schedule_cancel_reschedule_and_shutdown_with_exact_accounting() {
             "stress totals: seconds={:.0} rounds={} tasks={} one_shot_run={} \
              one_shot_cancelled={} periodic_tasks={} periodic_runs={} rejected={} \
              caller_ran_or_discarded={} pending_run={} pending_dropped={} lost={} \
-             violations={}",
+             interrupted_running={} violations={}",
             start.elapsed().as_secs_f64(),
             totals.rounds,
             totals.tasks,
@@ -839,6 +864,7 @@ fn stress_schedule_cancel_reschedule_and_shutdown_with_exact_accounting() {
             totals.pending_run,
             totals.pending_dropped,
             totals.lost,
+            totals.interrupted_running,
             violations.len(),
         );
     }
