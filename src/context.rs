@@ -84,11 +84,14 @@ impl TaskContext<'_> {
     }
 
     /// `true` once this run is asked to stop: the task was cancelled (a periodic task by
-    /// `cancel`, any task by `interrupt`) or the pool was stopped by `shutdown_now`. A run
-    /// that does long work checks it now and then and returns early (see the module
-    /// notes for what each caller then sees).
+    /// `cancel`, any task by `interrupt`), or the pool was stopped by `shutdown_now` while
+    /// the task ran on one of its workers. (A task the caller runs itself, as a
+    /// `PendingTask` handed back by `shutdown_now`, is not asked to stop by it.) A run that
+    /// does long work checks it now and then and returns early (see the module notes for
+    /// what each caller then sees).
     pub fn is_cancelled(&self) -> bool {
-        self.cx.header.state() == state::CANCELLED || self.pool().is_some_and(|p| p.is_stopping())
+        self.cx.header.state() == state::CANCELLED
+            || (self.cx.env.on_worker && self.pool().is_some_and(|p| p.is_stopping()))
     }
 
     /// A handle that cancels, interrupts or reschedules this task, as its future's

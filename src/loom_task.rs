@@ -19,6 +19,7 @@ fn bare_env(clock: &Clock) -> RunEnv<'_> {
         counters: None,
         job: None,
         pool: None,
+        on_worker: false,
     }
 }
 use crate::{Builder, MissedTicks, OnPanic};

@@ -219,6 +219,10 @@ fn a_pending_task_run_on_the_callers_thread_has_its_context() {
     let fut = pool
         .schedule_with_context(sec(60), move |ctx| {
             tx.send(ctx.cancel_handle()).unwrap();
+            assert!(
+                !ctx.is_cancelled(),
+                "the caller chose to run it: not asked to stop"
+            );
             (ctx.runs(), thread::current().id())
         })
         .unwrap();

@@ -239,6 +239,7 @@ impl Shared {
             counters: None,
             job: Some(job),
             pool: Some(self),
+            on_worker: false,
         }
     }
 

@@ -115,6 +115,7 @@ fn run_task(
         counters: Some(&shared.counters),
         job: Some(&job),
         pool: Some(shared),
+        on_worker: true,
     };
     let report = span.in_scope(|| job.run(&env));
     if report.ran {

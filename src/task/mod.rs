@@ -226,6 +226,9 @@ pub(crate) struct RunEnv<'a> {
     /// The pool that runs it (an `Arc<pool::Shared>`, erased: this layer only passes it
     /// on, to the task context, `context.rs`).
     pub(crate) pool: Option<&'a (dyn Any + Send + Sync)>,
+    /// The run is on one of the pool's workers (not a `CallerRuns` run or a
+    /// `PendingTask::run` on the caller's thread): `shutdown_now` asks it to stop.
+    pub(crate) on_worker: bool,
 }
 
 /// What a task's closure is called with: the environment, and this run's facts.
@@ -361,6 +364,7 @@ pub(crate) mod testing {
             counters: None,
             job: None,
             pool: None,
+            on_worker: false,
         }
     }
 
