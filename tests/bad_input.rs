@@ -17,17 +17,13 @@ use schedpool::{
     ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
 };
 
-/// Generous bound for anything that should happen "soon" in real time.
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{sec, BOUND};
 
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// API.md: delays are capped at no less than 100 years.
 const CAP_AT_LEAST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
 
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{sec, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -47,10 +48,6 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
         assert!(Instant::now() < end, "timed out waiting until {what}");
         std::thread::sleep(Duration::from_micros(200));
     }
-}
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 /// Counts its own drops; captured by a closure, it tells when the closure was dropped.

@@ -19,12 +19,8 @@ use schedpool::{
     ScheduledThreadPoolExecutor, TaskError,
 };
 
-/// Generous bound for anything that should happen "soon" in real time.
-const BOUND: Duration = Duration::from_secs(10);
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+mod common;
+use common::{sec, BOUND};
 
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();

@@ -21,12 +21,8 @@ use schedpool::{
     ScheduleError, ScheduledThreadPoolExecutor, TaskError,
 };
 
-/// Generous bound for anything that should happen "soon" in real time.
-const BOUND: Duration = Duration::from_secs(10);
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+mod common;
+use common::{sec, BOUND};
 
 /// Polls `cond` until it holds or `BOUND` passes; `true` if it held.
 fn eventually(mut cond: impl FnMut() -> bool) -> bool {

@@ -3,11 +3,11 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{sec, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -34,10 +34,6 @@ fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
 /// On a one-worker pool, a task due now runs after every task due earlier.
 fn flush(pool: &ScheduledThreadPoolExecutor) {
     assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
-}
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 fn thread_name() -> String {

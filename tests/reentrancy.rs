@@ -9,7 +9,8 @@ use schedpool::{
     CancelHandle, ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
 };
 
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{manual_pool, sec, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -21,15 +22,6 @@ fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
 fn close(pool: &ScheduledThreadPoolExecutor) {
     pool.shutdown();
     assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
-
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
 }
 
 /// A pool whose workers count their exits.
@@ -53,10 +45,6 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
         assert!(Instant::now() < end, "timed out waiting until {what}");
         std::thread::sleep(Duration::from_micros(200));
     }
-}
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 #[test]

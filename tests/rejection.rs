@@ -9,18 +9,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schedpool::{
     ManualClock, RejectionPolicy, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor,
     TaskError,
 };
 
-const BOUND: Duration = Duration::from_secs(10);
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+mod common;
+use common::{sec, wait_until, BOUND};
 
 fn bounded_pool(max: usize, policy: RejectionPolicy) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
@@ -32,20 +29,6 @@ fn bounded_pool(max: usize, policy: RejectionPolicy) -> (ManualClock, ScheduledT
         .rejection_policy(policy)
         .build();
     (clock, pool)
-}
-
-/// Polls `cond` until it holds or `BOUND` passes; `true` if it held.
-fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + BOUND;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
 }
 
 fn counter() -> Arc<AtomicUsize> {

@@ -6,9 +6,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
+use schedpool::{ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{manual_pool, sec, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -23,15 +24,6 @@ fn close(pool: &ScheduledThreadPoolExecutor) {
 }
 const HUNDRED_YEARS: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
-}
-
 /// On a one-worker pool, a task due now runs after every task due earlier (or due now
 /// and submitted earlier): when it has run, so have they.
 fn flush(pool: &ScheduledThreadPoolExecutor) {
@@ -41,10 +33,6 @@ fn flush(pool: &ScheduledThreadPoolExecutor) {
 fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
     drop(pool.shutdown_now());
     assert!(pool.await_termination(BOUND));
-}
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
-const BOUND: Duration = Duration::from_secs(10);
+mod common;
+use common::{sec, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -54,10 +55,6 @@ fn eventually(cond: impl Fn() -> bool) -> bool {
 
 fn thread_name() -> String {
     std::thread::current().name().unwrap_or("").to_owned()
-}
-
-fn sec(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 fn counter() -> Arc<AtomicUsize> {
