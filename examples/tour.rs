@@ -72,11 +72,24 @@ fn main() {
     own_handle.set(poller.cancel_handle()).expect("set once");
 
     // 4. A request timeout that is cancelled before it fires: the response came first.
+    //    It is named, so the queue's snapshot (and its log lines) say what it is.
     let timeout = pool
+        .named("request-timeout")
         .schedule(Duration::from_millis(300), || {
             println!("TIMEOUT (must not print)")
         })
         .expect("accepted");
+    for task in pool.scheduled_tasks() {
+        println!(
+            "[{} ms] queued: {:<16} {:<11} due in {} ms",
+            at(),
+            task.name.as_deref().unwrap_or("(unnamed)"),
+            task.kind,
+            task.deadline
+                .saturating_duration_since(Instant::now())
+                .as_millis()
+        );
+    }
     std::thread::sleep(Duration::from_millis(20)); // the "response" arrives
     println!(
         "[{} ms] response arrived; timeout cancelled: {} (queue length now {})",

@@ -277,10 +277,18 @@ mod tests {
         let l = Arc::new(Count(Default::default()));
         let weak: Weak<dyn AdvanceListener> = Arc::downgrade(&l) as Weak<dyn AdvanceListener>;
         clock.register(weak);
+        let second = Arc::new(Count(Default::default()));
+        clock.register(Arc::downgrade(&second) as Weak<dyn AdvanceListener>);
         c.advance(Duration::from_millis(1));
         c.advance(Duration::from_millis(1));
-        assert_eq!(l.0.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            l.0.load(Ordering::SeqCst),
+            2,
+            "a second listener keeps the first"
+        );
+        assert_eq!(second.0.load(Ordering::SeqCst), 2);
         drop(l);
         c.advance(Duration::from_millis(1)); // a dropped listener is skipped
+        assert_eq!(second.0.load(Ordering::SeqCst), 3);
     }
 }

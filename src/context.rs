@@ -78,6 +78,13 @@ impl TaskContext<'_> {
         self.cx.env.clock.instant_of(self.cx.env.now)
     }
 
+    /// The task's name ([`Periodic::name`](crate::Periodic::name), or
+    /// [`ScheduledThreadPoolExecutor::named`](crate::ScheduledThreadPoolExecutor::named)
+    /// for a one-shot), for the closure's own logs; `None` if it has none.
+    pub fn name(&self) -> Option<&str> {
+        self.cx.task_name
+    }
+
     /// `true` for a periodic task.
     pub fn is_periodic(&self) -> bool {
         self.cx.header.is_periodic()

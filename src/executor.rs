@@ -10,11 +10,12 @@ use crate::clock::{self, Ticks};
 use crate::context::{Fallible, TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::{PendingTask, ScheduledFuture};
+use crate::named::Named;
 use crate::periodic::{Next, Periodic};
 use crate::pool::{self, Policy, Shared};
 use crate::stats::{PoolStats, TaskInfo};
 use crate::sync::{Arc, Weak};
-use crate::task::{OnceBody, Plain};
+use crate::task::{Label, OnceBody, Plain};
 
 /// A pool of worker threads that runs tasks after a delay or periodically: Rust's
 /// `java.util.concurrent.ScheduledThreadPoolExecutor`.
@@ -274,7 +275,7 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
     {
         let now = self.shared.clock().now();
-        self.schedule_body(clock::add(now, delay), Some(now), WithContext(task))
+        self.schedule_body(clock::add(now, delay), Some(now), WithContext(task), ())
     }
 
     /// `now`: the clock reading `deadline` was computed from, if any (`Shared::submit`).
@@ -288,21 +289,48 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.schedule_body(deadline, now, Plain(task))
+        self.schedule_body(deadline, now, Plain(task), ())
     }
 
-    fn schedule_body<B, T>(
+    /// Submits a one-shot with body `task`, named `name` (`()`: unnamed).
+    pub(crate) fn schedule_body<B, T, N>(
         &self,
         deadline: Ticks,
         now: Option<Ticks>,
         task: B,
+        name: N,
     ) -> Result<ScheduledFuture<T>, ScheduleError>
     where
         B: OnceBody<T>,
         T: Send + 'static,
+        N: Label,
     {
-        let (task, pool) = self.shared.schedule_once(deadline, now, task)?;
+        let (task, pool) = self.shared.schedule_once(deadline, now, task, name)?;
         Ok(ScheduledFuture::new(task, pool))
+    }
+
+    /// A way to submit one-shots under `name`, which their `task` spans, panic logs and
+    /// [`scheduled_tasks`](Self::scheduled_tasks) then show (a periodic task is named by
+    /// [`Periodic::name`]). The name is shared by every task submitted through the
+    /// returned [`Named`], so naming costs a reference count per task, and nothing for
+    /// tasks submitted without a name.
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().clock(clock.clone()).build();
+    /// let timeouts = pool.named("request-timeout");
+    /// let fut = timeouts.schedule(Duration::from_secs(30), || "timed out").unwrap();
+    /// let queued = pool.scheduled_tasks();
+    /// assert_eq!(queued[0].name.as_deref(), Some("request-timeout"));
+    /// clock.advance(Duration::from_secs(30));
+    /// assert_eq!(fut.get().unwrap(), "timed out");
+    /// pool.close();
+    /// ```
+    pub fn named(&self, name: impl Into<String>) -> Named<'_> {
+        Named::new(self, name.into())
     }
 
     /// Runs `task` periodically as `spec` says: fixed rate (with a [`MissedTicks`]
@@ -701,8 +729,8 @@ impl ScheduledThreadPoolExecutor {
     }
 }
 
-#[cfg(all(test, loom))]
 impl ScheduledThreadPoolExecutor {
+    /// The pool behind the handle (for `Named`, and the loom models).
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

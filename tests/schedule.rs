@@ -424,3 +424,46 @@ fn equal_deadlines_from_two_threads_run_in_submission_order() {
     assert_eq!(*order.lock().unwrap(), want);
     close(&pool);
 }
+
+#[test]
+fn one_manual_clock_wakes_every_executor_and_queue_built_on_it() {
+    // Each executor and queue registers itself with the clock; an advance must wake them
+    // all, not just the last one registered. Each round waits until the workers and the
+    // taker are idle (parked on their deadlines) before advancing.
+    let clock = schedpool::ManualClock::new();
+    let pools: Vec<ScheduledThreadPoolExecutor> = (0..3)
+        .map(|_| {
+            ScheduledThreadPoolExecutor::builder()
+                .core_pool_size(1)
+                .clock(clock.clone())
+                .build()
+        })
+        .collect();
+    let queue = Arc::new(schedpool::DelayQueue::with_clock(clock.clone()));
+    for round in 0..10u32 {
+        let futs: Vec<_> = pools
+            .iter()
+            .map(|p| p.schedule(sec(1), move || round).unwrap())
+            .collect();
+        queue.offer(round, sec(1));
+        let q = queue.clone();
+        let taker = std::thread::spawn(move || q.take());
+        assert!(common::wait_until(|| pools.iter().all(|p| p
+            .stats()
+            .pool_size
+            == 1
+            && p.stats().active_count == 0)));
+        clock.advance(sec(1));
+        for fut in futs {
+            assert!(
+                fut.wait_timeout(BOUND),
+                "round {round}: every executor woke"
+            );
+            assert_eq!(fut.get().unwrap(), round);
+        }
+        assert_eq!(taker.join().unwrap(), round, "the queue's taker woke");
+    }
+    for p in &pools {
+        close(p);
+    }
+}

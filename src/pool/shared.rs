@@ -19,8 +19,8 @@ use crate::queue::{Position, TimedEntry, Tracked};
 use crate::stats::{self, Counters, Lateness};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::{
-    state, Job, OnceBody, OnceTask, PeriodicBody, PeriodicTask, Plain, RunEnv, TypedJob,
-    NO_DEADLINE,
+    state, submitter_span, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody, PeriodicTask,
+    Plain, RunEnv, TypedJob, NO_DEADLINE,
 };
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
@@ -132,18 +132,29 @@ impl Shared {
         drop(stripes); // outside the locks: it may drop the pool's memory's last holders
     }
 
-    /// Builds and submits a one-shot task; `due` as for [`submit`](Self::submit).
-    pub(crate) fn schedule_once<B, T>(
+    /// Builds and submits a one-shot task named `name` (`()`: unnamed); `due` as for
+    /// [`submit`](Self::submit). Inside a span that tracing records, the task is linked
+    /// to it (`task::Linked`).
+    pub(crate) fn schedule_once<B, T, N>(
         self: &Arc<Self>,
         deadline: Ticks,
         now: Option<Ticks>,
         task: B,
+        name: N,
     ) -> Result<Scheduled<T>, ScheduleError>
     where
         B: OnceBody<T>,
         T: Send + 'static,
+        N: Label,
     {
-        let task: Arc<dyn TypedJob<T>> = Arc::new(OnceTask::new(deadline, task));
+        let task: Arc<dyn TypedJob<T>> = match submitter_span() {
+            None => Arc::new(OnceTask::named(deadline, task, name)),
+            Some(parent) => Arc::new(OnceTask::named(
+                deadline,
+                Linked { body: task, parent },
+                name,
+            )),
+        };
         match self.submit(task.clone(), now, true) {
             Ok(stripe) => Ok((task, stripe.unwrap_or_else(|| Stripe::new(self.clone())))),
             Err(err) => {
@@ -159,12 +170,17 @@ impl Shared {
         F: FnOnce() + Send + 'static,
     {
         let deadline = self.clock().now();
-        self.submit(
-            Arc::new(OnceTask::new(deadline, Plain(task))),
-            Some(deadline),
-            false,
-        )
-        .map(drop)
+        let task: Arc<dyn Job> = match submitter_span() {
+            None => Arc::new(OnceTask::new(deadline, Plain(task))),
+            Some(parent) => Arc::new(OnceTask::new(
+                deadline,
+                Linked {
+                    body: Plain(task),
+                    parent,
+                },
+            )),
+        };
+        self.submit(task, Some(deadline), false).map(drop)
     }
 
     /// Builds and submits a periodic task (see
@@ -198,11 +214,41 @@ impl Shared {
             _ => Ok(Some(earliest)),
         };
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
-        let task = Arc::new(PeriodicTask::new(deadline, schedule, limits, name, task));
+        match submitter_span() {
+            None => self.submit_periodic(
+                now,
+                first,
+                limits.max_runs,
+                Arc::new(PeriodicTask::new(deadline, schedule, limits, name, task)),
+            ),
+            Some(parent) => self.submit_periodic(
+                now,
+                first,
+                limits.max_runs,
+                Arc::new(PeriodicTask::new(
+                    deadline,
+                    schedule,
+                    limits,
+                    name,
+                    Linked { body: task, parent },
+                )),
+            ),
+        }
+    }
+
+    /// Submits a periodic task built by [`schedule_periodic`](Self::schedule_periodic),
+    /// or ends it at once if `first` (its first deadline) or `max_runs` says it never runs.
+    fn submit_periodic<B: PeriodicBody>(
+        self: &Arc<Self>,
+        now: Ticks,
+        first: Result<Option<Ticks>, crate::error::Caught>,
+        max_runs: Option<u64>,
+        task: Arc<PeriodicTask<B>>,
+    ) -> Result<Scheduled<B::Output>, ScheduleError> {
         let ended = match first {
             Err((payload, msg)) => Some(Err((payload, msg))),
             Ok(None) => Some(Ok(())),
-            Ok(Some(_)) if limits.max_runs == Some(0) => Some(Ok(())),
+            Ok(Some(_)) if max_runs == Some(0) => Some(Ok(())),
             Ok(Some(_)) => None,
         };
         let typed: Arc<dyn TypedJob<B::Output>> = task.clone();

@@ -299,6 +299,91 @@ impl<F: FnMut() + Send + 'static> PeriodicBody for Plain<F> {
     fn output(&mut self) {}
 }
 
+/// A one-shot's name (`ScheduledThreadPoolExecutor::named`), kept by its task for spans,
+/// panic logs and snapshots: `()` for an unnamed one-shot, which so pays nothing for it.
+pub(crate) trait Label: Send + Sync + 'static {
+    fn get(&self) -> Option<&str>;
+}
+
+impl Label for () {
+    #[inline]
+    fn get(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl Label for Arc<str> {
+    #[inline]
+    fn get(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+/// A closure submitted inside a span: the task's `task` span is linked to that span
+/// (`follows_from`) when it runs. It is chosen at submission only when such a link can be
+/// recorded (`submitter_span`), so a task submitted without tracing pays nothing for it.
+///
+/// The submitter's span is held (kept open) until the closure is dropped: after a
+/// one-shot's run or at its cancel, when a periodic task ends. A span id alone could be
+/// reused by the subscriber once the span closed, and the link would then point at
+/// another span.
+pub(crate) struct Linked<B> {
+    pub(crate) body: B,
+    pub(crate) parent: tracing::Span,
+}
+
+impl<B> Linked<B> {
+    /// Links the span this run is in (the worker's `task` span) to the submitter's.
+    #[inline]
+    fn link(&self) {
+        let current = tracing::Span::current();
+        if current
+            .metadata()
+            .is_some_and(|m| m.target() == "schedpool" && m.name() == "task")
+        {
+            current.follows_from(&self.parent);
+        }
+    }
+}
+
+impl<B: OnceBody<T>, T> OnceBody<T> for Linked<B> {
+    #[inline]
+    fn call(self, cx: &RunCx<'_>) -> T {
+        self.link();
+        self.body.call(cx)
+    }
+}
+
+impl<B: PeriodicBody> PeriodicBody for Linked<B> {
+    type Output = B::Output;
+
+    #[inline]
+    fn call(&mut self, cx: &RunCx<'_>) -> Step {
+        self.link();
+        self.body.call(cx)
+    }
+
+    fn output(&mut self) -> B::Output {
+        self.body.output()
+    }
+
+    fn last_failed(&self) -> bool {
+        self.body.last_failed()
+    }
+}
+
+/// The span a task submitted now should be linked to: the caller's current span, if the
+/// task's `task` span could be recorded at all (`None` costs a level check when tracing
+/// is off).
+#[inline]
+pub(crate) fn submitter_span() -> Option<tracing::Span> {
+    if !tracing::span_enabled!(target: "schedpool", tracing::Level::TRACE) {
+        return None;
+    }
+    let current = tracing::Span::current();
+    (!current.is_none()).then_some(current)
+}
+
 /// A task as the queue and the workers see it.
 pub(crate) trait Job: Send + Sync {
     fn header(&self) -> &Header;
@@ -312,7 +397,7 @@ pub(crate) trait Job: Send + Sync {
     /// When the task runs (the `kind` of its `task` span).
     fn schedule(&self) -> &Schedule;
 
-    /// The task's name, if it was given one (`Periodic::name`).
+    /// The task's name, if it was given one (`Periodic::name`, `named`).
     fn name(&self) -> Option<&str> {
         None
     }

@@ -4,18 +4,20 @@
 //! one-shot cannot be cancelled (`state.rs`). T1–T3 are stated in `task/mod.rs`.
 
 use super::{
-    count_run, drop_quietly, Completion, Header, Job, OnceBody, Outcome, RunCx, RunEnv, RunReport,
-    TypedJob,
+    count_run, drop_quietly, Completion, Header, Job, Label, OnceBody, Outcome, RunCx, RunEnv,
+    RunReport, TypedJob,
 };
 use crate::clock::Ticks;
 use crate::error::{run_caught, TaskError};
 use crate::periodic::Schedule;
 
-/// A one-shot task (Java: `ScheduledFutureTask` with `period == 0`).
-pub(crate) struct OnceTask<F, T> {
+/// A one-shot task (Java: `ScheduledFutureTask` with `period == 0`); `N`: its name, `()`
+/// (zero-sized) for an unnamed one.
+pub(crate) struct OnceTask<F, T, N = ()> {
     header: Header,
     /// The closure while SCHEDULED (T3), then the outcome.
     done: Completion<F, T>,
+    name: N,
 }
 
 impl<F, T> OnceTask<F, T>
@@ -24,9 +26,21 @@ where
     T: Send + 'static,
 {
     pub(crate) fn new(deadline: Ticks, f: F) -> Self {
+        OnceTask::named(deadline, f, ())
+    }
+}
+
+impl<F, T, N> OnceTask<F, T, N>
+where
+    F: OnceBody<T>,
+    T: Send + 'static,
+    N: Label,
+{
+    pub(crate) fn named(deadline: Ticks, f: F, name: N) -> Self {
         OnceTask {
             header: Header::new(false, deadline),
             done: Completion::new(f),
+            name,
         }
     }
 
@@ -42,7 +56,7 @@ where
             header: &self.header,
             deadline: self.header.deadline(),
             runs: 1,
-            task_name: None,
+            task_name: self.name.get(),
         };
         let outcome = run_caught(|| f.call(&cx));
         count_run(env.counters, outcome.is_err());
@@ -85,13 +99,18 @@ where
     }
 }
 
-impl<F, T> Job for OnceTask<F, T>
+impl<F, T, N> Job for OnceTask<F, T, N>
 where
     F: OnceBody<T>,
     T: Send + 'static,
+    N: Label,
 {
     fn header(&self) -> &Header {
         &self.header
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.name.get()
     }
 
     fn schedule(&self) -> &Schedule {
@@ -115,10 +134,11 @@ where
     }
 }
 
-impl<F, T> TypedJob<T> for OnceTask<F, T>
+impl<F, T, N> TypedJob<T> for OnceTask<F, T, N>
 where
     F: OnceBody<T>,
     T: Send + 'static,
+    N: Label,
 {
     fn outcome(&self) -> &dyn Outcome<T> {
         &self.done

@@ -1,0 +1,137 @@
+//! [`Named`]: one-shots submitted under a name, for spans, panic logs and snapshots.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::clock;
+use crate::context::{TaskContext, WithContext};
+use crate::error::ScheduleError;
+use crate::executor::ScheduledThreadPoolExecutor;
+use crate::future::ScheduledFuture;
+use crate::sync::Arc;
+use crate::task::Plain;
+
+/// Submits one-shot tasks under a name (from
+/// [`ScheduledThreadPoolExecutor::named`]). Each method behaves as the executor's method
+/// of the same name, and its task carries the name: in the `name` field of its `task`
+/// span and of a panic's log line, in [`TaskInfo::name`](crate::TaskInfo::name), and in
+/// [`TaskContext::name`].
+///
+/// ```
+/// use schedpool::{ScheduledThreadPoolExecutor, TaskContext};
+/// use std::time::Duration;
+///
+/// let pool = ScheduledThreadPoolExecutor::new(1);
+/// let flush = pool.named("flush");
+/// let fut = flush
+///     .schedule_with_context(Duration::from_millis(1), |ctx: &TaskContext<'_>| {
+///         ctx.name().map(str::to_owned)
+///     })
+///     .unwrap();
+/// assert_eq!(fut.get().unwrap().as_deref(), Some("flush"));
+/// pool.close();
+/// ```
+#[derive(Clone)]
+pub struct Named<'a> {
+    pool: &'a ScheduledThreadPoolExecutor,
+    name: Arc<str>,
+}
+
+impl<'a> Named<'a> {
+    pub(crate) fn new(pool: &'a ScheduledThreadPoolExecutor, name: String) -> Self {
+        Named {
+            pool,
+            name: name.into(),
+        }
+    }
+
+    /// The name the tasks get.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// As [`ScheduledThreadPoolExecutor::schedule`], named.
+    ///
+    /// # Errors
+    /// As [`ScheduledThreadPoolExecutor::schedule`].
+    pub fn schedule<F, T>(
+        &self,
+        delay: Duration,
+        task: F,
+    ) -> Result<ScheduledFuture<T>, ScheduleError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let now = self.pool.shared().clock().now();
+        self.pool.schedule_body(
+            clock::add(now, delay),
+            Some(now),
+            Plain(task),
+            self.name.clone(),
+        )
+    }
+
+    /// As [`ScheduledThreadPoolExecutor::schedule_at`], named.
+    ///
+    /// # Errors
+    /// As [`ScheduledThreadPoolExecutor::schedule`].
+    pub fn schedule_at<F, T>(
+        &self,
+        deadline: Instant,
+        task: F,
+    ) -> Result<ScheduledFuture<T>, ScheduleError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let deadline = self.pool.shared().clock().ticks_of(deadline);
+        self.pool
+            .schedule_body(deadline, None, Plain(task), self.name.clone())
+    }
+
+    /// As [`ScheduledThreadPoolExecutor::submit`], named.
+    ///
+    /// # Errors
+    /// As [`ScheduledThreadPoolExecutor::schedule`].
+    pub fn submit<F, T>(&self, task: F) -> Result<ScheduledFuture<T>, ScheduleError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let now = self.pool.shared().clock().now();
+        self.pool
+            .schedule_body(now, Some(now), Plain(task), self.name.clone())
+    }
+
+    /// As [`ScheduledThreadPoolExecutor::schedule_with_context`], named.
+    ///
+    /// # Errors
+    /// As [`ScheduledThreadPoolExecutor::schedule`].
+    pub fn schedule_with_context<F, T>(
+        &self,
+        delay: Duration,
+        task: F,
+    ) -> Result<ScheduledFuture<T>, ScheduleError>
+    where
+        F: FnOnce(&TaskContext<'_>) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let now = self.pool.shared().clock().now();
+        self.pool.schedule_body(
+            clock::add(now, delay),
+            Some(now),
+            WithContext(task),
+            self.name.clone(),
+        )
+    }
+}
+
+impl fmt::Debug for Named<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Named")
+            .field("pool", &self.pool.name())
+            .field("name", &&*self.name)
+            .finish()
+    }
+}
