@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::builder::Builder;
 use crate::clock::{self, Ticks};
+use crate::cluster::run::Guarded;
 use crate::context::{Fallible, TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::{PendingTask, ScheduledFuture};
@@ -15,7 +16,7 @@ use crate::periodic::{Next, Periodic};
 use crate::pool::{self, Policy, Shared};
 use crate::stats::{PoolStats, TaskInfo};
 use crate::sync::{Arc, Weak};
-use crate::task::{Label, OnceBody, Plain};
+use crate::task::{submitter_span, Label, OnceBody, PeriodicBody, Plain};
 
 /// A pool of worker threads that runs tasks after a delay or periodically: Rust's
 /// `java.util.concurrent.ScheduledThreadPoolExecutor`.
@@ -356,8 +357,7 @@ impl ScheduledThreadPoolExecutor {
     where
         F: FnMut() + Send + 'static,
     {
-        let (task, pool) = self.shared.schedule_periodic(spec, Plain(task))?;
-        Ok(ScheduledFuture::new(task, pool))
+        self.schedule_guarded(spec, Plain(task))
     }
 
     /// As [`schedule_periodic`](Self::schedule_periodic), with a closure that gets a
@@ -409,8 +409,7 @@ impl ScheduledThreadPoolExecutor {
     where
         F: FnMut(&TaskContext<'_>) -> Next + Send + 'static,
     {
-        let (task, pool) = self.shared.schedule_periodic(spec, WithContext(task))?;
-        Ok(ScheduledFuture::new(task, pool))
+        self.schedule_guarded(spec, WithContext(task))
     }
 
     /// A periodic task whose closure may fail: it gets a [`TaskContext`] and returns
@@ -463,9 +462,19 @@ impl ScheduledThreadPoolExecutor {
         E: fmt::Display + Send + 'static,
     {
         let on_error = spec.on_error;
-        let (task, pool) = self
-            .shared
-            .schedule_periodic(spec, Fallible::new(task, on_error))?;
+        self.schedule_guarded(spec, Fallible::new(task, on_error))
+    }
+
+    /// Submits a periodic task with body `body`, wrapped in what its spec adds around each
+    /// run (`cluster/run.rs`): the link to the caller's span, the cluster lock.
+    fn schedule_guarded<B: PeriodicBody>(
+        &self,
+        mut spec: Periodic,
+        body: B,
+    ) -> Result<ScheduledFuture<B::Output>, ScheduleError> {
+        let lock = spec.exclusive.take();
+        let body = Guarded::new(body, submitter_span(), lock);
+        let (task, pool) = self.shared.schedule_periodic(spec, body)?;
         Ok(ScheduledFuture::new(task, pool))
     }
 

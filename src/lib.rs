@@ -78,6 +78,7 @@
 
 mod builder;
 mod clock;
+pub mod cluster;
 mod context;
 #[cfg(feature = "cron")]
 mod cron;
@@ -93,6 +94,7 @@ mod queue;
 mod stats;
 mod sync;
 mod task;
+mod throttle;
 
 #[cfg(all(test, loom))]
 mod loom_pool;

@@ -19,6 +19,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::clock::{self, Clock, Ticks};
+use crate::cluster::Exclusive;
 use crate::error::{run_caught, Caught};
 use crate::sync::{Arc, Mutex};
 
@@ -350,6 +351,8 @@ pub struct Periodic {
     pub(crate) on_error: OnError,
     /// `Periodic::name`.
     pub(crate) name: Option<Arc<str>>,
+    /// `Periodic::exclusive`.
+    pub(crate) exclusive: Option<Exclusive>,
 }
 
 impl Periodic {
@@ -364,6 +367,7 @@ impl Periodic {
             },
             on_error: OnError::default(),
             name: None,
+            exclusive: None,
         }
     }
 
@@ -447,6 +451,19 @@ impl Periodic {
     #[must_use]
     pub fn stop_after_errors(mut self, n: u32) -> Self {
         self.on_error.stop_after = Some(n.max(1));
+        self
+    }
+
+    /// Makes the task exclusive across the nodes that share `exclusive`'s lock: before
+    /// each run it takes the lock (a [`Lease`](crate::cluster::Lease) of at most
+    /// `at_most_for`); if another node holds it, or the lock's store cannot be reached,
+    /// the run is skipped, not queued, and the task keeps its schedule. Skipped runs do
+    /// not count as runs (`max_runs`, [`TaskContext::runs`](crate::TaskContext::runs));
+    /// they are counted in `PoolStats::lock_skipped` and `lock_failed`. See
+    /// [`cluster`](crate::cluster) for the protocol.
+    #[must_use]
+    pub fn exclusive(mut self, exclusive: Exclusive) -> Self {
+        self.exclusive = Some(exclusive);
         self
     }
 

@@ -73,6 +73,18 @@ pub struct PoolStats {
     /// ([`schedule_fallible`](crate::ScheduledThreadPoolExecutor::schedule_fallible)) that
     /// returned an error.
     pub failed_runs: u64,
+    /// Runs of [exclusive](crate::Periodic::exclusive) tasks that acquired their cluster
+    /// lock (and so ran).
+    pub lock_acquired: u64,
+    /// Runs of exclusive tasks skipped because another node held the lock.
+    pub lock_skipped: u64,
+    /// Lock operations of exclusive tasks that failed (the store unreachable or too
+    /// slow): a failed acquisition skips the run, a failed release leaves the lock to run
+    /// out at `at_most_for`.
+    pub lock_failed: u64,
+    /// Runs of exclusive tasks that outlasted their lock's `at_most_for` (found at the
+    /// release: the lease had run out).
+    pub lock_overruns: u64,
     /// Median lateness (start − deadline) over the runs so far (±3 %).
     pub lateness_p50: Duration,
     /// 99th-percentile lateness over the runs so far (±3 %).
@@ -127,6 +139,10 @@ pub(crate) struct Counters {
     pub(crate) late: CachePadded<AtomicU64>,
     pub(crate) skipped: CachePadded<AtomicU64>,
     pub(crate) failed: CachePadded<AtomicU64>,
+    pub(crate) lock_acquired: CachePadded<AtomicU64>,
+    pub(crate) lock_skipped: CachePadded<AtomicU64>,
+    pub(crate) lock_failed: CachePadded<AtomicU64>,
+    pub(crate) lock_overruns: CachePadded<AtomicU64>,
 }
 
 impl Counters {
@@ -139,6 +155,10 @@ impl Counters {
             late: CachePadded::new(AtomicU64::new(0)),
             skipped: CachePadded::new(AtomicU64::new(0)),
             failed: CachePadded::new(AtomicU64::new(0)),
+            lock_acquired: CachePadded::new(AtomicU64::new(0)),
+            lock_skipped: CachePadded::new(AtomicU64::new(0)),
+            lock_failed: CachePadded::new(AtomicU64::new(0)),
+            lock_overruns: CachePadded::new(AtomicU64::new(0)),
         }
     }
 }

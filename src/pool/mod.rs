@@ -74,7 +74,6 @@
 pub(crate) mod control;
 mod introspect;
 mod shared;
-mod throttle;
 mod worker;
 
 pub(crate) use shared::Shared;

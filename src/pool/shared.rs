@@ -8,7 +8,6 @@ use std::fmt;
 use std::time::Instant;
 
 use super::control::{Control, RunState};
-use super::throttle::Throttle;
 use super::{Policy, PoolRef, Stripe, Tally};
 use crate::builder::{Config, RejectionPolicy};
 use crate::clock::{AdvanceListener, Clock, Ticks};
@@ -22,6 +21,7 @@ use crate::task::{
     state, submitter_span, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody, PeriodicTask,
     Plain, RunEnv, TypedJob, NO_DEADLINE,
 };
+use crate::throttle::Throttle;
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
 pub(crate) type Entry = TimedEntry<Arc<dyn Job>>;
@@ -197,7 +197,8 @@ impl Shared {
             schedule,
             initial_delay,
             limits,
-            on_error: _, // read by the fallible adaptor (`context.rs`) before this
+            on_error: _,  // read by the fallible adaptor (`context.rs`) before this
+            exclusive: _, // read by the handle, which wraps the closure (`cluster/run.rs`)
             name,
         } = spec;
         if schedule.is_zero() {
@@ -214,26 +215,12 @@ impl Shared {
             _ => Ok(Some(earliest)),
         };
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
-        match submitter_span() {
-            None => self.submit_periodic(
-                now,
-                first,
-                limits.max_runs,
-                Arc::new(PeriodicTask::new(deadline, schedule, limits, name, task)),
-            ),
-            Some(parent) => self.submit_periodic(
-                now,
-                first,
-                limits.max_runs,
-                Arc::new(PeriodicTask::new(
-                    deadline,
-                    schedule,
-                    limits,
-                    name,
-                    Linked { body: task, parent },
-                )),
-            ),
-        }
+        self.submit_periodic(
+            now,
+            first,
+            limits.max_runs,
+            Arc::new(PeriodicTask::new(deadline, schedule, limits, name, task)),
+        )
     }
 
     /// Submits a periodic task built by [`schedule_periodic`](Self::schedule_periodic),

@@ -275,6 +275,10 @@ pub(crate) enum Step {
     At(Ticks),
     /// No more runs: the future completes with `Ok(())`.
     Stop,
+    /// The closure declined this run without running (its cluster lock is held elsewhere
+    /// or unreachable, `cluster/run.rs`): not counted as a run (`runs`, `max_runs`, the
+    /// completed count); the schedule goes on as after a `max_lateness` skip.
+    Skip,
 }
 
 /// A closure that takes no context.
@@ -319,8 +323,9 @@ impl Label for Arc<str> {
     }
 }
 
-/// A closure submitted inside a span: the task's `task` span is linked to that span
-/// (`follows_from`) when it runs. It is chosen at submission only when such a link can be
+/// A one-shot's closure submitted inside a span: the task's `task` span is linked to
+/// that span (`follows_from`) when it runs (a periodic task's link is in
+/// `cluster/run.rs`'s `Guarded`, with what else its spec adds around a run). It is chosen at submission only when such a link can be
 /// recorded (`submitter_span`), so a task submitted without tracing pays nothing for it.
 ///
 /// The submitter's span is held (kept open) until the closure is dropped: after a
@@ -332,43 +337,24 @@ pub(crate) struct Linked<B> {
     pub(crate) parent: tracing::Span,
 }
 
-impl<B> Linked<B> {
-    /// Links the span this run is in (the worker's `task` span) to the submitter's.
-    #[inline]
-    fn link(&self) {
-        let current = tracing::Span::current();
-        if current
-            .metadata()
-            .is_some_and(|m| m.target() == "schedpool" && m.name() == "task")
-        {
-            current.follows_from(&self.parent);
-        }
+/// Links the span this run is in (the worker's `task` span) to `parent`, the span the
+/// task was submitted in.
+#[inline]
+pub(crate) fn link_to(parent: &tracing::Span) {
+    let current = tracing::Span::current();
+    if current
+        .metadata()
+        .is_some_and(|m| m.target() == "schedpool" && m.name() == "task")
+    {
+        current.follows_from(parent);
     }
 }
 
 impl<B: OnceBody<T>, T> OnceBody<T> for Linked<B> {
     #[inline]
     fn call(self, cx: &RunCx<'_>) -> T {
-        self.link();
+        link_to(&self.parent);
         self.body.call(cx)
-    }
-}
-
-impl<B: PeriodicBody> PeriodicBody for Linked<B> {
-    type Output = B::Output;
-
-    #[inline]
-    fn call(&mut self, cx: &RunCx<'_>) -> Step {
-        self.link();
-        self.body.call(cx)
-    }
-
-    fn output(&mut self) -> B::Output {
-        self.body.output()
-    }
-
-    fn last_failed(&self) -> bool {
-        self.body.last_failed()
     }
 }
 

@@ -128,61 +128,83 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 panicked: false,
             }
         } else {
-            let cx = RunCx {
-                env,
-                header: &self.header,
-                deadline: scheduled,
-                runs: body.runs + 1,
-                task_name: self.name.as_deref(),
-            };
-            let outcome = run_caught(|| body.f.call(&cx));
-            count_run(counters, outcome.is_err());
-            body.runs += 1;
-            report.ran = true;
-            body.last = Some(if outcome.is_err() {
-                LastRun::Panicked
-            } else if body.f.last_failed() {
-                LastRun::Failed
-            } else {
-                LastRun::Completed
-            });
-            let mut step = Step::Continue;
-            let panicked = match outcome {
-                Ok(s) => {
-                    step = s;
-                    false
-                }
-                Err((payload, msg)) => {
-                    report.panic = Some(msg);
-                    if self.limits.on_panic == OnPanic::Stop || then_cancel {
-                        self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
+            'ran: {
+                let cx = RunCx {
+                    env,
+                    header: &self.header,
+                    deadline: scheduled,
+                    runs: body.runs + 1,
+                    task_name: self.name.as_deref(),
+                };
+                let outcome = run_caught(|| body.f.call(&cx));
+                if matches!(outcome, Ok(Step::Skip)) {
+                    // The closure declined the run (its cluster lock is held elsewhere or
+                    // unreachable): not counted as a run; the rule goes on from now.
+                    if then_cancel {
+                        self.finish(state::CANCELLED, Err(TaskError::Cancelled), body);
                         return report;
                     }
-                    true // OnPanic::Continue: counted and traced by the worker
+                    body.last = Some(LastRun::Skipped);
+                    break 'ran RunTimes {
+                        scheduled,
+                        started: now,
+                        finished: if self.schedule.needs_finish_time() {
+                            clock.now()
+                        } else {
+                            now
+                        },
+                        runs: body.runs,
+                        panicked: false,
+                    };
                 }
-            };
-            if then_cancel {
-                self.finish(state::CANCELLED, Err(TaskError::Cancelled), body);
-                return report;
-            }
-            if self.limits.max_runs.is_some_and(|max| body.runs >= max) || step == Step::Stop {
-                self.finish_done(body);
-                return report;
-            }
-            if let Step::At(next) = step {
-                return self.requeue_at(next, scheduled, body, report);
-            }
-            let finished = if self.schedule.needs_finish_time() {
-                clock.now()
-            } else {
-                now
-            };
-            RunTimes {
-                scheduled,
-                started: now,
-                finished,
-                runs: body.runs,
-                panicked,
+                count_run(counters, outcome.is_err());
+                body.runs += 1;
+                report.ran = true;
+                body.last = Some(if outcome.is_err() {
+                    LastRun::Panicked
+                } else if body.f.last_failed() {
+                    LastRun::Failed
+                } else {
+                    LastRun::Completed
+                });
+                let mut step = Step::Continue;
+                let panicked = match outcome {
+                    Ok(s) => {
+                        step = s;
+                        false
+                    }
+                    Err((payload, msg)) => {
+                        report.panic = Some(msg);
+                        if self.limits.on_panic == OnPanic::Stop || then_cancel {
+                            self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
+                            return report;
+                        }
+                        true // OnPanic::Continue: counted and traced by the worker
+                    }
+                };
+                if then_cancel {
+                    self.finish(state::CANCELLED, Err(TaskError::Cancelled), body);
+                    return report;
+                }
+                if self.limits.max_runs.is_some_and(|max| body.runs >= max) || step == Step::Stop {
+                    self.finish_done(body);
+                    return report;
+                }
+                if let Step::At(next) = step {
+                    return self.requeue_at(next, scheduled, body, report);
+                }
+                let finished = if self.schedule.needs_finish_time() {
+                    clock.now()
+                } else {
+                    now
+                };
+                RunTimes {
+                    scheduled,
+                    started: now,
+                    finished,
+                    runs: body.runs,
+                    panicked,
+                }
             }
         };
         match self.schedule.next(times, clock) {

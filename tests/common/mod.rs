@@ -51,3 +51,6 @@ impl Drop for DropCount {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
+
+#[cfg(feature = "postgres")]
+pub(crate) mod pg;

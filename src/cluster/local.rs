@@ -1,0 +1,171 @@
+//! [`LocalLock`]: the lease protocol (L1–L4, `cluster/mod.rs`) in one process, for tests
+//! and single-node use: the store is a map under a mutex, its clock the process's
+//! monotonic clock (or a [`ManualClock`]).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::{ClusterLock, Lease, LockError};
+use crate::clock::{self, Clock, Ticks};
+use crate::ManualClock;
+
+/// One lock's record.
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    /// Taken until then (L1).
+    until: Ticks,
+    /// When the current lease was acquired (for L3).
+    acquired: Ticks,
+    /// The current lease's token (L2).
+    token: u64,
+}
+
+/// An in-process [`ClusterLock`]: exclusive among the executors of one process that
+/// share it (and among threads), with the same semantics as a database-backed lock. Its
+/// calls never fail.
+///
+/// ```
+/// use schedpool::cluster::{ClusterLock, LocalLock};
+/// use std::time::Duration;
+///
+/// let lock = LocalLock::new();
+/// let lease = lock.try_acquire("report", Duration::from_secs(60)).unwrap().unwrap();
+/// assert!(lock.try_acquire("report", Duration::from_secs(60)).unwrap().is_none());
+/// assert!(lock.release(lease, Duration::ZERO).unwrap()); // released in time
+/// assert!(lock.try_acquire("report", Duration::from_secs(60)).unwrap().is_some());
+/// ```
+pub struct LocalLock {
+    clock: Clock,
+    /// The records by name; the mutex makes each call one atomic step (L1).
+    records: Mutex<HashMap<String, Record>>,
+}
+
+impl LocalLock {
+    /// A lock on the process's monotonic clock.
+    pub fn new() -> Self {
+        LocalLock {
+            clock: Clock::real(),
+            records: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A lock whose leases follow `clock` (for tests: share the executor's clock).
+    pub fn with_clock(clock: ManualClock) -> Self {
+        LocalLock {
+            clock: Clock::Manual(clock),
+            records: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether a valid lease of `name` exists now.
+    pub fn is_held(&self, name: &str) -> bool {
+        let now = self.clock.now();
+        self.records.lock().get(name).is_some_and(|r| r.until > now)
+    }
+}
+
+impl Default for LocalLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClusterLock for LocalLock {
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        let now = self.clock.now();
+        let mut records = self.records.lock();
+        let token = match records.get(name) {
+            Some(r) if r.until > now => return Ok(None), // L1: a valid lease exists
+            Some(r) => r.token + 1,
+            None => 1,
+        };
+        records.insert(
+            name.to_owned(),
+            Record {
+                until: clock::add(now, at_most_for),
+                acquired: now,
+                token,
+            },
+        );
+        Ok(Some(Lease::new(name, token, at_most_for)))
+    }
+
+    fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        let now = self.clock.now();
+        let mut records = self.records.lock();
+        match records.get_mut(lease.name()) {
+            // L2: only the current, still valid lease changes the record.
+            Some(r) if r.token == lease.token() && r.until > now => {
+                r.until = clock::add(r.acquired, at_least_for).max(now); // L3
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+impl fmt::Debug for LocalLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalLock")
+            .field("locks", &self.records.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const MIN: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn one_valid_lease_per_name_with_growing_tokens() {
+        let clock = ManualClock::new();
+        let lock = LocalLock::with_clock(clock.clone());
+        let a = lock.try_acquire("job", MIN).unwrap().unwrap();
+        assert!(lock.try_acquire("job", MIN).unwrap().is_none(), "L1");
+        assert!(
+            lock.try_acquire("other", MIN).unwrap().is_some(),
+            "names are independent"
+        );
+        clock.advance(MIN); // the lease runs out at at_most_for
+        let b = lock.try_acquire("job", MIN).unwrap().unwrap();
+        assert!(b.token() > a.token(), "L2: tokens grow");
+        assert!(
+            !lock.release(a, Duration::ZERO).unwrap(),
+            "an expired lease reports it"
+        );
+        assert!(
+            lock.is_held("job"),
+            "L2: ... and leaves the new holder alone"
+        );
+        assert!(lock.release(b, Duration::ZERO).unwrap());
+        assert!(!lock.is_held("job"));
+    }
+
+    #[test]
+    fn at_least_for_keeps_the_lock_after_an_early_release() {
+        let clock = ManualClock::new();
+        let lock = LocalLock::with_clock(clock.clone());
+        let lease = lock.try_acquire("job", MIN).unwrap().unwrap();
+        clock.advance(Duration::from_secs(1));
+        assert!(lock.release(lease, Duration::from_secs(10)).unwrap());
+        clock.advance(Duration::from_secs(8)); // 9 s after the acquisition
+        assert!(lock.try_acquire("job", MIN).unwrap().is_none(), "L3");
+        clock.advance(Duration::from_secs(1));
+        assert!(lock.try_acquire("job", MIN).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_release_after_at_least_for_frees_the_lock_at_once() {
+        let clock = ManualClock::new();
+        let lock = LocalLock::with_clock(clock.clone());
+        let lease = lock.try_acquire("job", MIN).unwrap().unwrap();
+        clock.advance(Duration::from_secs(20));
+        assert!(lock.release(lease, Duration::from_secs(10)).unwrap());
+        assert!(!lock.is_held("job"));
+    }
+}

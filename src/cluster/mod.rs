@@ -1,0 +1,237 @@
+//! Periodic jobs across replicas: a run happens on one node at a time, cluster-wide, by
+//! taking a time-bounded lock in a store the nodes share (ShedLock's model).
+//!
+//! A periodic task made [`exclusive`](crate::Periodic::exclusive) asks its
+//! [`ClusterLock`] for a [`Lease`] before each run. If another node holds the lock, the
+//! run is *skipped*, not queued: the task keeps its schedule and tries again at its next
+//! deadline. The lease lasts at most `at_most_for` (so a crashed holder blocks the others
+//! for at most that long); when the run ends it is given back, but the lock stays taken
+//! until `at_least_for` after it was acquired (so a fast node cannot run the same tick
+//! again just after another finished it).
+//!
+//! Providers: [`LocalLock`] (in-process, for tests and single-node use) and, with the
+//! cargo feature `postgres`, `PgLock` (a table in PostgreSQL, with the database's clock).
+//!
+//! ```
+//! use schedpool::cluster::{Exclusive, LocalLock};
+//! use schedpool::{Periodic, ScheduledThreadPoolExecutor};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! let lock = Arc::new(LocalLock::new());
+//! let pool = ScheduledThreadPoolExecutor::new(1);
+//! let job = Periodic::at_fixed_rate(Duration::from_secs(60))
+//!     .name("cleanup")
+//!     .exclusive(Exclusive::new(lock, "cleanup", Duration::from_secs(300))
+//!         .at_least_for(Duration::from_secs(30)));
+//! let fut = pool.schedule_periodic(job, || { /* delete old rows */ }).unwrap();
+//! # fut.cancel();
+//! pool.close();
+//! ```
+//!
+//! # The lease protocol
+//! A lock is a record `(name, lock_until, token)` in the store; the store's own clock
+//! decides every comparison.
+//! - L1 (one holder): `try_acquire` succeeds only if `lock_until <= now` in the store,
+//!   and sets `lock_until = now + at_most_for` in the same atomic step; so no two leases
+//!   of one name are valid at the same store instant.
+//! - L2 (fencing): each successful `try_acquire` of a name returns a token larger than
+//!   every earlier one. `release` changes the record only if its token is still the
+//!   record's and the lease is still valid (`lock_until > now`), so a holder whose lease
+//!   ran out never shortens the lease of the node that took over.
+//! - L3 (at least): `release` sets `lock_until = max(acquired + at_least_for, now)`, so
+//!   the lock stays taken until `at_least_for` after the acquisition.
+//! - L4 (no skew): the times in L1–L3 are the store's (`now()` in PostgreSQL, the
+//!   process's monotonic clock in `LocalLock`); a node's own clock never enters them, so
+//!   clock skew between nodes cannot make two leases overlap.
+//!
+//! A run that outlasts `at_most_for` keeps running (a running closure cannot be stopped
+//! from outside); its lease has expired, so another node may start the job's next run
+//! meanwhile. `release` then reports it ([`ClusterLock::release`] returns `false`), and
+//! the run is counted in `PoolStats::lock_overruns` and traced as a warning. Choose
+//! `at_most_for` well above the longest run.
+
+mod local;
+#[cfg(feature = "postgres")]
+mod pg;
+pub(crate) mod run;
+
+use std::error::Error;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use local::LocalLock;
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use pg::{PgLock, PgLockBuilder};
+
+/// A time-bounded lock shared by the nodes of a cluster (ShedLock's `LockProvider`).
+///
+/// Implementations must keep L1–L4 (module docs), and must return within a bounded time:
+/// a worker thread waits for each call.
+pub trait ClusterLock: Send + Sync + 'static {
+    /// Takes the lock `name` for at most `at_most_for`, if no valid lease of it exists:
+    /// `Ok(Some(lease))` if this node now holds it, `Ok(None)` if another holder's lease
+    /// is still valid.
+    ///
+    /// # Errors
+    /// [`LockError`] if the store could not be asked (unreachable, too slow); the caller
+    /// then does not hold the lock.
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError>;
+
+    /// Gives `lease` back: the lock stays taken until `at_least_for` after the
+    /// acquisition, or is free now if that has passed (L3). `Ok(true)` if the lease was
+    /// still valid; `Ok(false)` if it had run out (`at_most_for` passed; another node may
+    /// hold the lock now, and is left alone, L2).
+    ///
+    /// # Errors
+    /// [`LockError`] if the store could not be reached; the lease then runs out by itself
+    /// at `at_most_for`.
+    fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError>;
+}
+
+impl<L: ClusterLock + ?Sized> ClusterLock for Arc<L> {
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        (**self).try_acquire(name, at_most_for)
+    }
+
+    fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        (**self).release(lease, at_least_for)
+    }
+}
+
+/// A held lock: what [`ClusterLock::try_acquire`] returns and
+/// [`ClusterLock::release`] takes back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    name: Arc<str>,
+    token: u64,
+    at_most_for: Duration,
+    acquired: Instant,
+}
+
+impl Lease {
+    /// A lease of `name` with fencing token `token` (L2), valid for `at_most_for` from
+    /// now: for implementations of [`ClusterLock`].
+    pub fn new(name: &str, token: u64, at_most_for: Duration) -> Self {
+        Lease {
+            name: Arc::from(name),
+            token,
+            at_most_for,
+            acquired: Instant::now(),
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The fencing token: larger for every later acquisition of the same name (L2). A
+    /// job can pass it to the systems it writes to, so that they refuse a write from a
+    /// holder whose lease has run out.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// How long the lease lasts at most.
+    pub fn at_most_for(&self) -> Duration {
+        self.at_most_for
+    }
+
+    /// When this process got the lease (its own clock: for reports only, L4).
+    pub fn acquired(&self) -> Instant {
+        self.acquired
+    }
+}
+
+/// Why a [`ClusterLock`] could not answer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The store did not answer within this bound.
+    Timeout(Duration),
+    /// The store refused the request or could not be reached.
+    Store(Box<dyn Error + Send + Sync>),
+    /// The lock was configured wrongly (for example an invalid table name).
+    Config(String),
+}
+
+impl fmt::Display for LockError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LockError::Timeout(d) => write!(f, "the lock store did not answer within {d:?}"),
+            LockError::Store(e) => {
+                write!(f, "lock store error: {e}")?;
+                // The causes too: a database error's own text says only "db error".
+                let mut cause = e.source();
+                while let Some(c) = cause {
+                    write!(f, ": {c}")?;
+                    cause = c.source();
+                }
+                Ok(())
+            }
+            LockError::Config(msg) => write!(f, "lock configuration error: {msg}"),
+        }
+    }
+}
+
+impl Error for LockError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            LockError::Store(e) => Some(&**e),
+            _ => None,
+        }
+    }
+}
+
+/// What makes a periodic task exclusive across the cluster
+/// ([`Periodic::exclusive`](crate::Periodic::exclusive)): the lock, the lock's name (the
+/// same on every node that runs the job), and the lease's bounds.
+#[derive(Clone)]
+pub struct Exclusive {
+    pub(crate) lock: Arc<dyn ClusterLock>,
+    pub(crate) name: Arc<str>,
+    pub(crate) at_most_for: Duration,
+    pub(crate) at_least_for: Duration,
+}
+
+impl Exclusive {
+    /// Each run holds `lock`'s lock `name` for at most `at_most_for` (ShedLock's
+    /// `lockAtMostFor`: how long a crashed holder blocks the others; keep it well above
+    /// the longest run). `at_least_for` is zero until set.
+    pub fn new(lock: Arc<dyn ClusterLock>, name: impl Into<String>, at_most_for: Duration) -> Self {
+        Exclusive {
+            lock,
+            name: Arc::from(name.into()),
+            at_most_for,
+            at_least_for: Duration::ZERO,
+        }
+    }
+
+    /// The lock stays taken until `d` after each acquisition, even if the run ended
+    /// sooner (ShedLock's `lockAtLeastFor`): set it to a good part of the period, so that
+    /// nodes whose schedules are slightly apart do not run the same tick one after the
+    /// other. Capped at `at_most_for`.
+    #[must_use]
+    pub fn at_least_for(mut self, d: Duration) -> Self {
+        self.at_least_for = d.min(self.at_most_for);
+        self
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl fmt::Debug for Exclusive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Exclusive")
+            .field("name", &&*self.name)
+            .field("at_most_for", &self.at_most_for)
+            .field("at_least_for", &self.at_least_for)
+            .finish_non_exhaustive()
+    }
+}

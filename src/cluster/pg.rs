@@ -1,0 +1,604 @@
+//! [`PgLock`]: the lease protocol (L1–L4, `cluster/mod.rs`) in a PostgreSQL table.
+//!
+//! # Design
+//! Each call is one SQL statement, atomic in the database, with the database's `now()`
+//! for every time (L4):
+//! - acquire: `INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE lock_until <= now()
+//!   RETURNING token`: a new row, or the expired row taken over with `token + 1`; a valid
+//!   lease makes the `WHERE` false and no row comes back (L1, L2);
+//! - release: `UPDATE ... SET lock_until = GREATEST(locked_at + at_least_for, now())
+//!   WHERE name = $1 AND token = $2 AND lock_until > now()` (L2, L3).
+//!
+//! The connection is owned by one thread of the lock's own, which runs the statements
+//! that callers send it; a caller waits for the answer at most `timeout` (the bound on
+//! every call, so no worker of the pool waits longer), and the connection's
+//! `statement_timeout` is the same bound inside the database. A statement that timed out
+//! on the caller's side may still complete in the database: a lease acquired that way is
+//! never used and runs out at `at_most_for`; a release that way only frees the lock
+//! sooner. A request whose caller has given up is dropped unrun.
+//!
+//! Faults: after an error on a closed connection, the thread drops it and connects again
+//! at the next call (a restarted or unreachable server costs the calls made meanwhile,
+//! each failing within the bound). If a call times out because the thread is stuck (a
+//! server that stopped answering without closing the socket), the thread is abandoned: it
+//! ends after its current statement, and the next call starts a fresh one, at most
+//! [`MAX_ABANDONED`] of them at a time.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use postgres::{Client, NoTls, Statement};
+
+use super::{ClusterLock, Lease, LockError};
+
+/// The default bound on each call (`PgLockBuilder::timeout`).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Stuck connection threads left to finish by themselves at most; beyond that, calls time
+/// out without starting another.
+const MAX_ABANDONED: usize = 4;
+
+/// The default table.
+const DEFAULT_TABLE: &str = "schedpool_locks";
+
+/// A [`ClusterLock`] in a PostgreSQL table, shared by every node that connects to the
+/// same database (ShedLock's `JdbcTemplateLockProvider` with `usingDbTime()`). Needs the
+/// cargo feature `postgres`.
+///
+/// It owns its connection (connected at the first call, connected again after the
+/// server went away), creates its table if missing (unless told not to), takes every
+/// time from the database's clock, and bounds every call by its
+/// [`timeout`](PgLockBuilder::timeout).
+///
+/// ```no_run
+/// use schedpool::cluster::{Exclusive, PgLock};
+/// use schedpool::{Periodic, ScheduledThreadPoolExecutor};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let lock = Arc::new(PgLock::new("host=127.0.0.1 user=app dbname=app")?);
+/// lock.check()?; // connect now and create the table, to fail early
+/// let pool = ScheduledThreadPoolExecutor::new(2);
+/// let send_due = Periodic::at_fixed_rate(Duration::from_secs(1))
+///     .exclusive(Exclusive::new(lock, "send-due-messages", Duration::from_secs(60))
+///         .at_least_for(Duration::from_millis(500)));
+/// pool.schedule_periodic(send_due, || { /* one node sends the messages due now */ })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// The table, for those who manage their schema themselves
+/// ([`create_table(false)`](PgLockBuilder::create_table); [`PgLock::schema`] gives it for
+/// another table name):
+///
+/// ```sql
+/// CREATE TABLE IF NOT EXISTS schedpool_locks (
+///     name       TEXT PRIMARY KEY,
+///     lock_until TIMESTAMPTZ NOT NULL,
+///     locked_at  TIMESTAMPTZ NOT NULL,
+///     locked_by  TEXT NOT NULL,
+///     token      BIGINT NOT NULL
+/// );
+/// ```
+pub struct PgLock {
+    shared: Arc<Shared>,
+}
+
+/// What a [`PgLock`] and its connection threads share.
+struct Shared {
+    config: postgres::Config,
+    table: String,
+    node: String,
+    timeout: Duration,
+    create_table: bool,
+    /// The current connection thread.
+    conn: Mutex<Conn>,
+    /// Abandoned connection threads still running (each takes one off when it ends).
+    /// `Relaxed`: a cap on a count, publishing nothing; its updates are under `conn`'s
+    /// lock or follow a generation read under it.
+    abandoned: AtomicUsize,
+}
+
+/// The current connection thread: where to send requests, and its generation.
+struct Conn {
+    tx: Option<mpsc::Sender<Request>>,
+    generation: u64,
+}
+
+/// One call, as its caller hands it to the connection thread.
+struct Request {
+    op: Op,
+    /// The caller waits until then; later, the request is dropped unrun.
+    give_up: Instant,
+    reply: mpsc::SyncSender<Result<Answer, LockError>>,
+}
+
+enum Op {
+    Acquire {
+        name: String,
+        at_most_for: Duration,
+    },
+    Release {
+        name: String,
+        token: u64,
+        at_least_for: Duration,
+    },
+    Holder {
+        name: String,
+    },
+    Check,
+}
+
+enum Answer {
+    Token(Option<u64>),
+    Released(bool),
+    Holder(Option<String>),
+    Ready,
+}
+
+/// Configures a [`PgLock`]: from [`PgLock::builder`].
+#[derive(Clone, Debug)]
+pub struct PgLockBuilder {
+    url: String,
+    table: String,
+    node: Option<String>,
+    timeout: Duration,
+    create_table: bool,
+}
+
+impl PgLockBuilder {
+    /// The table of locks (default `schedpool_locks`); a plain or schema-qualified SQL
+    /// identifier (`[A-Za-z_][A-Za-z0-9_]*`, at most 63 bytes each part).
+    #[must_use]
+    pub fn table(mut self, table: impl Into<String>) -> Self {
+        self.table = table.into();
+        self
+    }
+
+    /// This node's name in the `locked_by` column (default: the host name and the
+    /// process id, `host:pid`).
+    #[must_use]
+    pub fn node_name(mut self, node: impl Into<String>) -> Self {
+        self.node = Some(node.into());
+        self
+    }
+
+    /// The bound on every call, connecting included. Inside the database, the
+    /// connection's `statement_timeout` is three quarters of it, so that a slow
+    /// statement is cancelled there first. Default 5 s; at least 1 ms.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Whether to create the table if it is missing, at each new connection (default
+    /// `true`). Without it the table must exist ([`PgLock::schema`]).
+    #[must_use]
+    pub fn create_table(mut self, create: bool) -> Self {
+        self.create_table = create;
+        self
+    }
+
+    /// The lock. It does not connect yet ([`PgLock::check`] does).
+    ///
+    /// # Errors
+    /// [`LockError::Config`] for a URL or connection string that does not parse, or an
+    /// invalid table name.
+    pub fn build(self) -> Result<PgLock, LockError> {
+        let mut config = postgres::Config::from_str(&self.url)
+            .map_err(|e| LockError::Config(format!("database URL: {e}")))?;
+        if !valid_table(&self.table) {
+            return Err(LockError::Config(format!(
+                "table name {:?} is not a plain or schema-qualified SQL identifier",
+                self.table
+            )));
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("schedpool");
+        }
+        config.connect_timeout(self.timeout);
+        config.keepalives(true);
+        Ok(PgLock {
+            shared: Arc::new(Shared {
+                config,
+                table: self.table,
+                node: self.node.unwrap_or_else(default_node),
+                timeout: self.timeout,
+                create_table: self.create_table,
+                conn: Mutex::new(Conn {
+                    tx: None,
+                    generation: 0,
+                }),
+                abandoned: AtomicUsize::new(0),
+            }),
+        })
+    }
+}
+
+impl PgLock {
+    /// A lock with the default settings on the database at `url` (a `postgresql://`
+    /// URL or a `key=value` connection string, as the `postgres` crate takes).
+    ///
+    /// # Errors
+    /// As [`PgLockBuilder::build`].
+    pub fn new(url: &str) -> Result<Self, LockError> {
+        Self::builder(url).build()
+    }
+
+    /// A builder for a lock on the database at `url`.
+    pub fn builder(url: &str) -> PgLockBuilder {
+        PgLockBuilder {
+            url: url.to_owned(),
+            table: DEFAULT_TABLE.to_owned(),
+            node: None,
+            timeout: DEFAULT_TIMEOUT,
+            create_table: true,
+        }
+    }
+
+    /// Connects now if not connected (creating the table if configured) and checks that
+    /// the database answers.
+    ///
+    /// # Errors
+    /// [`LockError`] if it cannot, within the timeout.
+    pub fn check(&self) -> Result<(), LockError> {
+        self.call(Op::Check).map(|_| ())
+    }
+
+    /// The node holding a valid lease of `name` now (its `locked_by`), if any.
+    ///
+    /// # Errors
+    /// [`LockError`] if the database could not be asked within the timeout.
+    pub fn holder(&self, name: &str) -> Result<Option<String>, LockError> {
+        match self.call(Op::Holder {
+            name: name.to_owned(),
+        })? {
+            Answer::Holder(h) => Ok(h),
+            _ => unreachable!("a holder query answers with a holder"),
+        }
+    }
+
+    /// This node's name in the `locked_by` column.
+    pub fn node_name(&self) -> &str {
+        &self.shared.node
+    }
+
+    /// The `CREATE TABLE` statement of a lock table named `table` (the schema
+    /// [`create_table`](PgLockBuilder::create_table) creates).
+    pub fn schema(table: &str) -> String {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {table} (\n    \
+             name       TEXT PRIMARY KEY,\n    \
+             lock_until TIMESTAMPTZ NOT NULL,\n    \
+             locked_at  TIMESTAMPTZ NOT NULL,\n    \
+             locked_by  TEXT NOT NULL,\n    \
+             token      BIGINT NOT NULL\n)"
+        )
+    }
+
+    /// Sends `op` to the connection thread and waits for its answer, at most the timeout.
+    fn call(&self, op: Op) -> Result<Answer, LockError> {
+        let timeout = self.shared.timeout;
+        let (tx, generation) = self.sender()?;
+        let (reply, answer) = mpsc::sync_channel(1);
+        let give_up = Instant::now() + timeout;
+        if tx.send(Request { op, give_up, reply }).is_err() {
+            self.forget(generation);
+            return Err(LockError::Store(
+                "the lock's connection thread ended".into(),
+            ));
+        }
+        match answer.recv_timeout(timeout) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                self.abandon(generation);
+                Err(LockError::Timeout(timeout))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                self.forget(generation);
+                Err(LockError::Store(
+                    "the lock's connection thread ended".into(),
+                ))
+            }
+        }
+    }
+
+    /// The current connection thread's sender, starting the thread if there is none.
+    fn sender(&self) -> Result<(mpsc::Sender<Request>, u64), LockError> {
+        let mut conn = self.shared.conn.lock();
+        if let Some(tx) = &conn.tx {
+            return Ok((tx.clone(), conn.generation));
+        }
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::clone(&self.shared);
+        let generation = conn.generation;
+        std::thread::Builder::new()
+            .name("schedpool-pglock".into())
+            .spawn(move || serve(&shared, generation, &rx))
+            .map_err(|e| LockError::Store(Box::new(e)))?;
+        conn.tx = Some(tx.clone());
+        Ok((tx, conn.generation))
+    }
+
+    /// The thread of `generation` timed out: leave it to finish by itself and start a
+    /// fresh one at the next call, unless too many are already stuck.
+    fn abandon(&self, generation: u64) {
+        let mut conn = self.shared.conn.lock();
+        if conn.generation == generation
+            && conn.tx.is_some()
+            && self.shared.abandoned.load(Ordering::Relaxed) < MAX_ABANDONED
+        {
+            self.shared.abandoned.fetch_add(1, Ordering::Relaxed);
+            conn.tx = None; // the thread ends when it next looks for a request
+            conn.generation += 1;
+            tracing::warn!(target: "schedpool", node = %self.shared.node, "the lock's database connection stopped answering; starting a new one");
+        }
+    }
+
+    /// The thread of `generation` ended: start a fresh one at the next call.
+    fn forget(&self, generation: u64) {
+        let mut conn = self.shared.conn.lock();
+        if conn.generation == generation {
+            conn.tx = None;
+            conn.generation += 1;
+        }
+    }
+}
+
+impl ClusterLock for PgLock {
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        match self.call(Op::Acquire {
+            name: name.to_owned(),
+            at_most_for,
+        })? {
+            Answer::Token(token) => Ok(token.map(|t| Lease::new(name, t, at_most_for))),
+            _ => unreachable!("an acquisition answers with a token"),
+        }
+    }
+
+    fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        match self.call(Op::Release {
+            name: lease.name().to_owned(),
+            token: lease.token(),
+            at_least_for,
+        })? {
+            Answer::Released(valid) => Ok(valid),
+            _ => unreachable!("a release answers whether the lease was valid"),
+        }
+    }
+}
+
+impl fmt::Debug for PgLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgLock")
+            .field("table", &self.shared.table)
+            .field("node", &self.shared.node)
+            .field("timeout", &self.shared.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A connection and its prepared statements.
+struct Session {
+    client: Client,
+    acquire: Statement,
+    release: Statement,
+    holder: Statement,
+}
+
+/// The connection thread: runs the requests until its sender is dropped (the lock was
+/// dropped, or this thread was abandoned).
+fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Request>) {
+    let mut session: Option<Session> = None;
+    while let Ok(req) = rx.recv() {
+        if Instant::now() >= req.give_up {
+            continue; // its caller has given up: do not take a lease nobody uses
+        }
+        let fresh = session.is_none();
+        let mut result = run(shared, &mut session, &req.op);
+        if result.is_err() && session.as_ref().is_some_and(|s| s.client.is_closed()) {
+            session = None;
+            if !fresh && Instant::now() < req.give_up {
+                // The server closed a connection that was open before this request (a
+                // restart, a dropped connection): try once more on a new one. Safe for
+                // both statements: a release is keyed by its token, and an acquisition
+                // that did commit before the drop makes the retry find the lock held
+                // (L1), so the run is skipped and that lease runs out by itself.
+                result = run(shared, &mut session, &req.op);
+                if result.is_err() && session.as_ref().is_some_and(|s| s.client.is_closed()) {
+                    session = None;
+                }
+            }
+        }
+        let _ = req.reply.send(result); // a caller that gave up dropped its receiver
+    }
+    drop(session);
+    // An abandoned thread counts itself out (`abandon` moved the generation on); the
+    // current one ends only when the lock is dropped, and was never counted in.
+    if shared.conn.lock().generation != generation {
+        shared.abandoned.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer, LockError> {
+    if session.is_none() {
+        *session = Some(connect(shared)?);
+    }
+    let s = session.as_mut().expect("connected just above");
+    let store = |e: postgres::Error| LockError::Store(Box::new(e));
+    Ok(match op {
+        Op::Acquire { name, at_most_for } => {
+            let row = s
+                .client
+                .query_opt(&s.acquire, &[name, &micros(*at_most_for), &shared.node])
+                .map_err(store)?;
+            Answer::Token(row.map(|r| r.get::<_, i64>(0).unsigned_abs()))
+        }
+        Op::Release {
+            name,
+            token,
+            at_least_for,
+        } => {
+            let token = i64::try_from(*token).unwrap_or(i64::MAX);
+            let n = s
+                .client
+                .execute(&s.release, &[name, &token, &micros(*at_least_for)])
+                .map_err(store)?;
+            Answer::Released(n == 1)
+        }
+        Op::Holder { name } => {
+            let row = s.client.query_opt(&s.holder, &[name]).map_err(store)?;
+            Answer::Holder(row.map(|r| r.get::<_, String>(0)))
+        }
+        Op::Check => {
+            s.client.simple_query("SELECT 1").map_err(store)?;
+            Answer::Ready
+        }
+    })
+}
+
+/// A new connection: its statement timeout, the table if configured, the statements.
+fn connect(shared: &Shared) -> Result<Session, LockError> {
+    let store = |e: postgres::Error| LockError::Store(Box::new(e));
+    let mut client = shared.config.connect(NoTls).map_err(store)?;
+    // A little under the caller's bound, so that a statement the database is slow with
+    // is cancelled there, with its error, before the caller gives up on the connection.
+    let ms = (shared.timeout.as_millis() * 3 / 4).max(1);
+    client
+        .batch_execute(&format!("SET statement_timeout = {ms}"))
+        .map_err(store)?;
+    let t = &shared.table;
+    if shared.create_table {
+        if let Err(e) = client.batch_execute(&PgLock::schema(t)) {
+            // Two nodes creating the table at once: one of them gets a duplicate error
+            // from the catalog, and the table exists.
+            let raced = e.code().is_some_and(|c| {
+                *c == postgres::error::SqlState::UNIQUE_VIOLATION
+                    || *c == postgres::error::SqlState::DUPLICATE_TABLE
+                    || *c == postgres::error::SqlState::DUPLICATE_OBJECT
+            });
+            if !raced {
+                return Err(store(e));
+            }
+        }
+    }
+    let acquire = client
+        .prepare(&format!(
+            "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by, token) \
+             VALUES ($1, now() + $2::float8 * interval '1 microsecond', now(), $3, 1) \
+             ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, \
+             locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by, token = l.token + 1 \
+             WHERE l.lock_until <= now() \
+             RETURNING token"
+        ))
+        .map_err(store)?;
+    let release = client
+        .prepare(&format!(
+            "UPDATE {t} SET lock_until = GREATEST(locked_at + $3::float8 * interval '1 microsecond', now()) \
+             WHERE name = $1 AND token = $2 AND lock_until > now()"
+        ))
+        .map_err(store)?;
+    let holder = client
+        .prepare(&format!(
+            "SELECT locked_by FROM {t} WHERE name = $1 AND lock_until > now()"
+        ))
+        .map_err(store)?;
+    Ok(Session {
+        client,
+        acquire,
+        release,
+        holder,
+    })
+}
+
+/// A duration in microseconds, as the statements take it.
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+/// A plain or schema-qualified SQL identifier, safe to put into a statement.
+fn valid_table(table: &str) -> bool {
+    let part = |p: &str| {
+        let mut chars = p.chars();
+        p.len() <= 63
+            && chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let mut parts = table.split('.');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(a), None, _) => part(a),
+        (Some(a), Some(b), None) => part(a) && part(b),
+        _ => false,
+    }
+}
+
+/// `host:pid`.
+fn default_node() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned());
+    format!("{host}:{}", std::process::id())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_checked_before_they_reach_sql() {
+        for ok in ["schedpool_locks", "app.locks", "_x1", "L"] {
+            assert!(valid_table(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "1abc",
+            "a-b",
+            "a.b.c",
+            "locks; DROP TABLE x",
+            "a.",
+            ".a",
+            "ä",
+        ] {
+            assert!(!valid_table(bad), "{bad}");
+        }
+        let long = "a".repeat(64);
+        assert!(!valid_table(&long));
+    }
+
+    #[test]
+    fn bad_configuration_is_an_error_not_a_panic() {
+        assert!(matches!(
+            PgLock::builder("host=localhost").table("x;y").build(),
+            Err(LockError::Config(_))
+        ));
+        assert!(matches!(
+            PgLock::new("postgresql://[::1"),
+            Err(LockError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn an_unreachable_server_fails_within_the_timeout() {
+        // Port 1 on loopback: nothing listens there, so the connection is refused.
+        let lock = PgLock::builder("host=127.0.0.1 port=1 user=x dbname=x")
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        let t0 = Instant::now();
+        assert!(lock.try_acquire("job", Duration::from_secs(1)).is_err());
+        assert!(lock.check().is_err());
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "each call is bounded by the timeout"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! Exclusive periodic tasks (`Periodic::exclusive`) on the in-process `LocalLock`, on a
+//! `ManualClock` shared by the "nodes" (executors) and the lock: one run per tick across
+//! the nodes, skipped runs, a store that fails, a run that outlasts its lease, a panic.
+//! The same protocol against PostgreSQL is in `tests/cluster_pg.rs`.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{sec, wait_until, BOUND};
+use schedpool::cluster::{ClusterLock, Exclusive, Lease, LocalLock, LockError};
+use schedpool::{ManualClock, Next, OnPanic, Periodic, ScheduledThreadPoolExecutor, TaskContext};
+
+const PERIOD: Duration = Duration::from_secs(10);
+
+fn node(clock: &ManualClock) -> ScheduledThreadPoolExecutor {
+    ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .build()
+}
+
+fn job(lock: Arc<dyn ClusterLock>) -> Periodic {
+    Periodic::at_fixed_rate(PERIOD)
+        .exclusive(Exclusive::new(lock, "report", sec(60)).at_least_for(PERIOD / 2))
+}
+
+fn settle(pools: &[ScheduledThreadPoolExecutor]) {
+    for p in pools {
+        assert!(p.wait_idle(BOUND));
+    }
+}
+
+#[test]
+fn each_tick_runs_once_across_the_nodes_and_the_others_skip_it() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let nodes: Vec<_> = (0..3).map(|_| node(&clock)).collect();
+    let runs: Arc<Mutex<Vec<(usize, u64)>>> = Arc::default(); // (node, tick)
+    let origin = clock.now();
+    let futs: Vec<_> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, pool)| {
+            let runs = runs.clone();
+            pool.schedule_periodic_with_context(job(lock.clone()), move |ctx: &TaskContext<'_>| {
+                let tick = (ctx.deadline() - origin).as_secs() / PERIOD.as_secs();
+                runs.lock().unwrap().push((i, tick));
+                Next::Continue
+            })
+            .unwrap()
+        })
+        .collect();
+    const TICKS: u64 = 12;
+    settle(&nodes); // tick 0 is due at once
+    for _ in 1..TICKS {
+        clock.advance(PERIOD);
+        settle(&nodes);
+    }
+    let mut ticks: Vec<u64> = runs.lock().unwrap().iter().map(|&(_, t)| t).collect();
+    ticks.sort_unstable();
+    assert_eq!(
+        ticks,
+        (0..TICKS).collect::<Vec<_>>(),
+        "each tick exactly once"
+    );
+    let stats: Vec<_> = nodes.iter().map(|p| p.stats()).collect();
+    assert_eq!(stats.iter().map(|s| s.lock_acquired).sum::<u64>(), TICKS);
+    assert_eq!(
+        stats.iter().map(|s| s.lock_skipped).sum::<u64>(),
+        2 * TICKS,
+        "the other two nodes skip every tick"
+    );
+    assert!(stats
+        .iter()
+        .all(|s| s.lock_failed == 0 && s.lock_overruns == 0));
+    assert_eq!(
+        stats.iter().map(|s| s.completed_task_count).sum::<u64>(),
+        TICKS,
+        "a skipped run is not a completed run"
+    );
+    for f in &futs {
+        assert!(!f.is_done(), "skips keep the schedule");
+        assert!(f.cancel());
+    }
+    for p in &nodes {
+        p.close();
+    }
+}
+
+#[test]
+fn skipped_runs_do_not_count_as_runs() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let pool = node(&clock);
+    // Another node holds the lock for the first two ticks.
+    let other = lock.try_acquire("report", PERIOD * 2).unwrap().unwrap();
+    let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let s = seen.clone();
+    let fut = pool
+        .schedule_periodic_with_context(
+            job(lock.clone()).max_runs(2),
+            move |ctx: &TaskContext<'_>| {
+                s.lock().unwrap().push(ctx.runs());
+                Next::Continue
+            },
+        )
+        .unwrap();
+    for _ in 0..4 {
+        assert!(pool.wait_idle(BOUND));
+        clock.advance(PERIOD);
+    }
+    assert!(fut.wait_timeout(BOUND));
+    fut.get().unwrap();
+    assert_eq!(*seen.lock().unwrap(), [1, 2], "two runs, numbered 1 and 2");
+    let s = pool.stats();
+    assert_eq!((s.lock_skipped, s.lock_acquired), (2, 2));
+    assert!(
+        !lock.release(other, Duration::ZERO).unwrap(),
+        "the other lease ran out"
+    );
+    pool.close();
+}
+
+/// A store that fails while `down` is set, else delegates to a `LocalLock`.
+struct Flaky {
+    inner: LocalLock,
+    down: AtomicBool,
+    calls: AtomicU64,
+}
+
+impl ClusterLock for Flaky {
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.down.load(Ordering::SeqCst) {
+            return Err(LockError::Timeout(Duration::from_secs(1)));
+        }
+        self.inner.try_acquire(name, at_most_for)
+    }
+
+    fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(LockError::Store("connection reset".into()));
+        }
+        self.inner.release(lease, at_least_for)
+    }
+}
+
+#[test]
+fn an_unreachable_store_skips_runs_and_keeps_the_schedule() {
+    let clock = ManualClock::new();
+    let store = Arc::new(Flaky {
+        inner: LocalLock::with_clock(clock.clone()),
+        down: AtomicBool::new(true),
+        calls: AtomicU64::new(0),
+    });
+    let pool = node(&clock);
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_periodic(job(store.clone()), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    for _ in 0..3 {
+        assert!(pool.wait_idle(BOUND));
+        clock.advance(PERIOD);
+    }
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(store.calls.load(Ordering::SeqCst), 4, "asked at every tick");
+    assert_eq!(pool.stats().lock_failed, 4);
+    store.down.store(false, Ordering::SeqCst);
+    clock.advance(PERIOD);
+    assert!(
+        wait_until(|| runs.load(Ordering::SeqCst) == 1),
+        "runs resume"
+    );
+    assert!(!fut.is_done());
+    fut.cancel();
+    pool.close();
+}
+
+#[test]
+fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let pool = node(&clock);
+    let (c, l) = (clock.clone(), lock.clone());
+    let taken_over = Arc::new(AtomicBool::new(false));
+    let t = taken_over.clone();
+    let fut = pool
+        .schedule_periodic(job(lock.clone()).max_runs(1), move || {
+            c.advance(sec(61)); // the run takes longer than at_most_for (60 s)
+                                // Meanwhile another node takes the lock.
+            t.store(
+                l.try_acquire("report", sec(60)).unwrap().is_some(),
+                Ordering::SeqCst,
+            );
+        })
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    fut.get().unwrap();
+    assert!(
+        taken_over.load(Ordering::SeqCst),
+        "the expired lease was taken over"
+    );
+    assert_eq!(pool.stats().lock_overruns, 1);
+    assert!(
+        lock.is_held("report"),
+        "the late release did not free the new holder's lock"
+    );
+    pool.close();
+}
+
+#[test]
+fn a_panicking_run_gives_its_lease_back() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let pool = node(&clock);
+    let spec = Periodic::at_fixed_rate(PERIOD)
+        .on_panic(OnPanic::Continue)
+        .exclusive(Exclusive::new(lock.clone(), "report", sec(60)));
+    let fut = pool.schedule_periodic(spec, || panic!("boom")).unwrap();
+    assert!(pool.wait_idle(BOUND));
+    assert!(!lock.is_held("report"), "released on unwind");
+    clock.advance(PERIOD);
+    assert!(pool.wait_idle(BOUND));
+    let s = pool.stats();
+    assert_eq!(
+        (s.panicked_count, s.lock_acquired, s.lock_skipped),
+        (2, 2, 0)
+    );
+    fut.cancel();
+    pool.close();
+}
+
+#[test]
+fn a_fallible_job_can_be_exclusive() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let pool = node(&clock);
+    let fut = pool
+        .schedule_fallible(
+            job(lock.clone()).stop_after_errors(1),
+            |_ctx: &TaskContext<'_>| -> Result<Next, String> { Err("store down".into()) },
+        )
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(fut.get().unwrap(), Err("store down".to_owned()));
+    assert!(
+        lock.is_held("report"),
+        "released with at_least_for: held 5 s more"
+    );
+    clock.advance(PERIOD / 2);
+    assert!(!lock.is_held("report"));
+    assert_eq!(pool.stats().failed_runs, 1);
+    pool.close();
+}

@@ -1,0 +1,576 @@
+//! `PgLock` against a real PostgreSQL server (`tests/common/pg.rs` starts one per test:
+//! its own data directory, loopback only): the lease protocol with the database's clock,
+//! one holder under contention, each tick once across executors and processes, takeover
+//! after a holder is killed, a restart, a dropped connection and a database that stops
+//! answering. Needs the cargo feature `postgres` and the PostgreSQL server binaries.
+#![cfg(feature = "postgres")]
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::pg::PgServer;
+use common::{sec, wait_until, BOUND};
+use schedpool::cluster::{ClusterLock, Exclusive, LockError, PgLock};
+use schedpool::{
+    ManualClock, MissedTicks, Next, Periodic, PoolStats, ScheduledThreadPoolExecutor, TaskContext,
+};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A lock on `url` whose connection is named `node` (in `pg_stat_activity` and
+/// `locked_by`), with a 2 s bound on each call.
+fn pg_lock(url: &str, node: &str) -> Arc<PgLock> {
+    Arc::new(
+        PgLock::builder(&format!("{url} application_name={node}"))
+            .node_name(node)
+            .timeout(sec(2))
+            .build()
+            .expect("a valid configuration"),
+    )
+}
+
+/// Polls until `f` gives `Some`, at most `bound`.
+fn wait_for<T>(bound: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let give_up = Instant::now() + bound;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= give_up {
+            return None;
+        }
+        std::thread::sleep(ms(5));
+    }
+}
+
+#[test]
+fn the_lease_protocol_runs_on_the_database_clock() {
+    let server = PgServer::start();
+    let url = server.url();
+    let (a, b) = (pg_lock(&url, "node-a"), pg_lock(&url, "node-b"));
+    a.check().expect("connects and creates its table");
+
+    let first = a.try_acquire("job", sec(60)).unwrap().expect("free");
+    assert!(b.try_acquire("job", sec(60)).unwrap().is_none(), "L1");
+    assert_eq!(b.holder("job").unwrap().as_deref(), Some("node-a"));
+    assert!(a.release(first.clone(), Duration::ZERO).unwrap());
+    assert_eq!(
+        b.holder("job").unwrap(),
+        None,
+        "released at once without at_least_for"
+    );
+
+    // A short lease runs out by the database's clock and is taken over.
+    let short = b.try_acquire("job", ms(300)).unwrap().expect("free again");
+    assert!(short.token() > first.token(), "L2: tokens grow");
+    let taken = wait_for(BOUND, || a.try_acquire("job", sec(60)).unwrap()).expect("expires");
+    assert!(taken.token() > short.token());
+    assert!(
+        !b.release(short, Duration::ZERO).unwrap(),
+        "the expired lease says so"
+    );
+    assert_eq!(
+        b.holder("job").unwrap().as_deref(),
+        Some("node-a"),
+        "L2: and the late release left the new holder alone"
+    );
+
+    // at_least_for keeps the lock after an early release (L3) ...
+    assert!(a.release(taken, sec(60)).unwrap());
+    assert!(b.try_acquire("job", sec(60)).unwrap().is_none());
+
+    // ... whatever the nodes' own clocks say (L4): an executor whose clock is an hour
+    // ahead still finds the lock held, and skips its run.
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .build();
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let spec = Periodic::at_fixed_rate(sec(60))
+        .initial_delay(sec(3600))
+        .exclusive(Exclusive::new(b.clone(), "job", sec(60)));
+    let fut = pool
+        .schedule_periodic(spec, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    clock.advance(sec(3600));
+    assert!(wait_until(|| pool.stats().lock_skipped == 1));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    fut.cancel();
+    pool.close();
+
+    // A table the user manages: missing, it is a clear error; created from the
+    // documented schema, it works.
+    let own = PgLock::builder(&url)
+        .table("app_locks")
+        .create_table(false)
+        .timeout(sec(2))
+        .build()
+        .unwrap();
+    let err = own.try_acquire("job", sec(1)).unwrap_err();
+    assert!(matches!(err, LockError::Store(_)), "{err}");
+    assert!(err.to_string().contains("app_locks"), "{err}");
+    server
+        .client()
+        .batch_execute(&PgLock::schema("app_locks"))
+        .unwrap();
+    assert!(own.try_acquire("job", sec(1)).unwrap().is_some());
+}
+
+#[test]
+fn contending_threads_and_connections_never_hold_one_lock_at_once() {
+    let server = PgServer::start();
+    let url = server.url();
+    let holders = Arc::new(AtomicUsize::new(0));
+    let tokens: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let threads: Vec<_> = (0..3)
+        .flat_map(|n| {
+            let lock = pg_lock(&url, &format!("contender-{n}"));
+            (0..2).map(move |_| lock.clone())
+        })
+        .map(|lock| {
+            let (holders, tokens) = (holders.clone(), tokens.clone());
+            std::thread::spawn(move || {
+                for _ in 0..150 {
+                    let Some(lease) = lock.try_acquire("hot", sec(30)).unwrap() else {
+                        continue;
+                    };
+                    assert_eq!(holders.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                    tokens.lock().unwrap().push(lease.token());
+                    std::thread::yield_now();
+                    holders.fetch_sub(1, Ordering::SeqCst);
+                    assert!(lock.release(lease, Duration::ZERO).unwrap());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no contender failed");
+    }
+    let mut tokens = tokens.lock().unwrap().clone();
+    let n = tokens.len();
+    assert!(n > 10, "the lock changed hands: {n} acquisitions");
+    tokens.sort_unstable();
+    tokens.dedup();
+    assert_eq!(tokens.len(), n, "L2: every acquisition has its own token");
+}
+
+// ---- each tick once across executors and processes ----
+
+const TICK: Duration = Duration::from_millis(1000);
+
+fn epoch() -> Duration {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap()
+}
+
+/// The wall-clock tick a run's deadline belongs to (the deadline is in the past).
+fn tick_of(deadline: Instant) -> i64 {
+    let at = epoch().saturating_sub(Instant::now().saturating_duration_since(deadline));
+    ((at.as_millis() + TICK.as_millis() / 2) / TICK.as_millis()) as i64
+}
+
+/// One node: an executor whose job, exclusive by `lock`, records in the database the
+/// ticks from `first` to `last` it ran; it returns when the database has seen `last`.
+fn run_node(url: &str, node: &str, first: i64, last: i64) -> PoolStats {
+    let lock = pg_lock(url, node);
+    let db = Mutex::new(postgres::Client::connect(url, postgres::NoTls).unwrap());
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .name(node)
+        .build();
+    let to_next = TICK - Duration::from_nanos((epoch().as_nanos() % TICK.as_nanos()) as u64);
+    // Any run of tick k starts in [k, k + 0.4 tick] (max_lateness) and holds the lock
+    // until at least k + 0.5 tick (at_least_for), so no other run of tick k can get it;
+    // and it is free again before k + 1.
+    let spec = Periodic::at_fixed_rate(TICK)
+        .initial_delay(to_next)
+        .missed_ticks(MissedTicks::Skip)
+        .max_lateness(TICK * 4 / 10)
+        .exclusive(Exclusive::new(lock, "tick-job", sec(10)).at_least_for(TICK / 2));
+    let name = node.to_owned();
+    let fut = pool
+        .schedule_periodic_with_context(spec, move |ctx: &TaskContext<'_>| {
+            let tick = tick_of(ctx.deadline());
+            if (first..=last).contains(&tick) {
+                db.lock()
+                    .unwrap()
+                    .execute(
+                        "INSERT INTO runs (tick, node) VALUES ($1, $2)",
+                        &[&tick, &name],
+                    )
+                    .unwrap();
+            }
+            Next::Continue
+        })
+        .unwrap();
+    let mut probe = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let seen_last = wait_for(sec((last - first) as u64 + 20), || {
+        let row = probe
+            .query_one("SELECT coalesce(max(tick), 0) FROM runs", &[])
+            .unwrap();
+        (row.get::<_, i64>(0) >= last).then_some(())
+    });
+    assert!(
+        seen_last.is_some(),
+        "{node}: the last tick was run by some node"
+    );
+    assert!(!fut.is_done(), "{node}: the job kept its schedule");
+    fut.cancel();
+    pool.close();
+    pool.stats()
+}
+
+/// The child-process side of the cluster tests (run by them, with `SCHEDPOOL_TEST_NODE`
+/// set; alone it does nothing).
+#[test]
+#[ignore = "a child process of the cluster tests"]
+fn node_process() {
+    let Ok(spec) = std::env::var("SCHEDPOOL_TEST_NODE") else {
+        return;
+    };
+    let parts: Vec<&str> = spec.split('|').collect();
+    match parts.as_slice() {
+        ["ticks", url, node, first, last] => {
+            let s = run_node(url, node, first.parse().unwrap(), last.parse().unwrap());
+            println!(
+                "NODE {node} acquired={} skipped={} failed={}",
+                s.lock_acquired, s.lock_skipped, s.lock_failed
+            );
+        }
+        ["hold", url, node] => {
+            // Takes the lock and keeps it, running, until killed.
+            let lock = pg_lock(url, node);
+            let pool = ScheduledThreadPoolExecutor::new(1);
+            let spec = Periodic::at_fixed_rate(ms(500)).exclusive(Exclusive::new(
+                lock,
+                "held-job",
+                sec(3),
+            ));
+            let mut db = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            pool.schedule_periodic(spec, move || {
+                db.execute("INSERT INTO holding (node) VALUES ('child')", &[])
+                    .unwrap();
+                loop {
+                    std::thread::park(); // held until the process is killed
+                }
+            })
+            .unwrap();
+            loop {
+                std::thread::park();
+            }
+        }
+        _ => panic!("unknown node spec {spec:?}"),
+    }
+}
+
+/// Starts this test binary as a child node.
+fn child(spec: String) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "node_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SCHEDPOOL_TEST_NODE", spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start a child node")
+}
+
+#[test]
+fn each_tick_runs_once_across_executors_and_processes() {
+    let server = PgServer::start();
+    let url = server.url();
+    server
+        .client()
+        .batch_execute("CREATE TABLE runs (tick BIGINT NOT NULL, node TEXT NOT NULL)")
+        .unwrap();
+    const TICKS: i64 = 8;
+    let now_tick = (epoch().as_millis() / TICK.as_millis()) as i64;
+    let (first, last) = (now_tick + 3, now_tick + 3 + TICKS - 1);
+    let children: Vec<_> = (0..2)
+        .map(|i| child(format!("ticks|{url}|process-{i}|{first}|{last}")))
+        .collect();
+    let in_process: Vec<_> = (0..2)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || run_node(&url, &format!("executor-{i}"), first, last))
+        })
+        .collect();
+    let mut acquired = 0;
+    let mut skipped = 0;
+    for t in in_process {
+        let s = t.join().expect("an in-process node failed");
+        assert_eq!(s.lock_failed, 0);
+        acquired += s.lock_acquired;
+        skipped += s.lock_skipped;
+    }
+    for mut c in children {
+        let mut out = String::new();
+        c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert!(c.wait().unwrap().success(), "a child node failed: {out}");
+        // The harness may have written "test node_process ... " before it on its line.
+        let line = out
+            .lines()
+            .find_map(|l| l.find("NODE ").map(|i| &l[i..]))
+            .unwrap_or_else(|| panic!("its report, in {out:?}"));
+        let field = |k: &str| -> u64 {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(k))
+                .and_then(|v| v.parse().ok())
+                .unwrap()
+        };
+        assert_eq!(field("failed="), 0, "{line}");
+        acquired += field("acquired=");
+        skipped += field("skipped=");
+    }
+    let rows = server
+        .client()
+        .query(
+            "SELECT tick, count(*), string_agg(node, ',') FROM runs GROUP BY tick ORDER BY tick",
+            &[],
+        )
+        .unwrap();
+    let ticks: Vec<(i64, i64, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let twice: Vec<_> = ticks.iter().filter(|t| t.1 != 1).collect();
+    assert!(twice.is_empty(), "ticks run more than once: {twice:?}");
+    let seen: Vec<i64> = ticks.iter().map(|t| t.0).collect();
+    assert_eq!(
+        seen,
+        (first..=last).collect::<Vec<_>>(),
+        "every tick ran: {ticks:?}"
+    );
+    assert!(
+        skipped > 0,
+        "the other nodes skipped what one ran ({acquired} acquired)"
+    );
+}
+
+#[test]
+fn a_killed_holder_is_taken_over_after_at_most_for() {
+    let server = PgServer::start();
+    let url = server.url();
+    let mut db = server.client();
+    db.batch_execute("CREATE TABLE holding (node TEXT NOT NULL)")
+        .unwrap();
+    let mut holder = child(format!("hold|{url}|doomed"));
+    let held = wait_for(BOUND, || {
+        let n: i64 = db
+            .query_one("SELECT count(*) FROM holding", &[])
+            .unwrap()
+            .get(0);
+        (n > 0).then_some(())
+    });
+    assert!(held.is_some(), "the child took the lock and is running");
+    let row = db
+        .query_one(
+            "SELECT token, extract(epoch FROM locked_at)::float8, extract(epoch FROM lock_until)::float8, locked_by \
+             FROM schedpool_locks WHERE name = 'held-job'",
+            &[],
+        )
+        .unwrap();
+    let (old_token, old_at, old_until, by): (i64, f64, f64, String) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(by, "doomed");
+    holder.kill().expect("kill -9 the holder");
+    holder.wait().unwrap();
+
+    // This node runs the same job; it skips while the dead holder's lease lasts.
+    let lock = pg_lock(&url, "survivor");
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    const PERIOD: Duration = Duration::from_millis(500);
+    let spec =
+        Periodic::at_fixed_rate(PERIOD).exclusive(Exclusive::new(lock.clone(), "held-job", sec(3)));
+    let ran = Arc::new(AtomicU64::new(0));
+    let r = ran.clone();
+    let fut = pool
+        .schedule_periodic(spec, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert!(
+        wait_until(|| ran.load(Ordering::SeqCst) > 0),
+        "the lock was taken over"
+    );
+    fut.cancel();
+    pool.close();
+    let row = db
+        .query_one(
+            "SELECT token, extract(epoch FROM locked_at)::float8, locked_by FROM schedpool_locks \
+             WHERE name = 'held-job'",
+            &[],
+        )
+        .unwrap();
+    let (new_token, new_at, by): (i64, f64, String) = (row.get(0), row.get(1), row.get(2));
+    assert_eq!(by, "survivor");
+    assert!(new_token > old_token);
+    assert!(
+        new_at >= old_until,
+        "never two holders: taken at {new_at}, old lease until {old_until}"
+    );
+    let after = new_at - old_at;
+    assert!(
+        after <= 3.0 + PERIOD.as_secs_f64() + 1.0,
+        "taken over {after:.2} s after the dead holder's acquisition: within at_most_for + a period"
+    );
+    assert!(
+        pool.stats().lock_skipped > 0,
+        "it skipped while the lease lasted"
+    );
+}
+
+#[test]
+fn a_database_restart_fails_runs_cleanly_and_they_resume() {
+    let server = PgServer::start();
+    let lock = pg_lock(&server.url(), "restart-node");
+    let pool = ScheduledThreadPoolExecutor::new(2);
+    let spec =
+        Periodic::at_fixed_rate(ms(200)).exclusive(Exclusive::new(lock, "restart-job", sec(10)));
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_periodic(spec, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let beats = Arc::new(AtomicU64::new(0));
+    let b = beats.clone();
+    let heartbeat = pool
+        .schedule_at_fixed_rate(Duration::ZERO, ms(50), move || {
+            b.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert!(wait_until(|| runs.load(Ordering::SeqCst) >= 3));
+
+    server.stop();
+    let failed_before = pool.stats().lock_failed;
+    assert!(
+        wait_until(|| pool.stats().lock_failed >= failed_before + 3),
+        "runs fail while the database is down"
+    );
+    let (runs_down, beats_down) = (runs.load(Ordering::SeqCst), beats.load(Ordering::SeqCst));
+    assert!(
+        wait_until(|| beats.load(Ordering::SeqCst) > beats_down + 5),
+        "the pool's other work goes on"
+    );
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        runs_down,
+        "no run without the lock"
+    );
+
+    server.start_again();
+    assert!(
+        wait_until(|| runs.load(Ordering::SeqCst) >= runs_down + 3),
+        "runs resume after the restart"
+    );
+    assert!(!fut.is_done(), "the schedule was kept");
+    fut.cancel();
+    heartbeat.cancel();
+    pool.close();
+}
+
+#[test]
+fn a_connection_dropped_mid_run_still_releases_the_lease() {
+    let server = PgServer::start();
+    let url = server.url();
+    let lock = pg_lock(&url, "dropped-node");
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let spec = Periodic::at_fixed_rate(sec(60))
+        .max_runs(1)
+        .exclusive(Exclusive::new(lock.clone(), "drop-job", sec(60)));
+    let mut admin = server.client();
+    let killed = Arc::new(AtomicU64::new(0));
+    let k = killed.clone();
+    let fut = pool
+        .schedule_periodic(spec, move || {
+            // The lock's own connection is cut while the run holds the lease.
+            let row = admin
+                .query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = 'dropped-node'",
+                    &[],
+                )
+                .unwrap();
+            k.store(row.get::<_, i64>(0) as u64, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    fut.get().unwrap();
+    assert_eq!(killed.load(Ordering::SeqCst), 1, "the connection was cut");
+    let s = pool.stats();
+    assert_eq!((s.lock_acquired, s.lock_failed, s.lock_overruns), (1, 0, 0));
+    assert_eq!(
+        lock.holder("drop-job").unwrap(),
+        None,
+        "released on a new connection"
+    );
+    pool.close();
+}
+
+#[test]
+fn a_database_that_stops_answering_costs_each_call_at_most_the_timeout() {
+    let server = PgServer::start();
+    let url = server.url();
+    let lock = pg_lock(&url, "slow-node");
+    let lease = lock.try_acquire("slow-job", sec(60)).unwrap().unwrap();
+    assert!(lock.release(lease, Duration::ZERO).unwrap());
+
+    // Slow: another session holds the lock's row; the statement waits for it until the
+    // statement timeout.
+    let mut blocker = server.client();
+    blocker
+        .batch_execute("BEGIN; SELECT * FROM schedpool_locks WHERE name = 'slow-job' FOR UPDATE")
+        .unwrap();
+    let t0 = Instant::now();
+    assert!(lock.try_acquire("slow-job", sec(60)).is_err());
+    let slow = t0.elapsed();
+    assert!(slow < BOUND, "bounded: {slow:?}");
+    blocker.batch_execute("ROLLBACK").unwrap();
+
+    // Silent: the lock's server process is stopped (as a hung server), so not even the
+    // statement timeout answers; the caller gives up at its own timeout and the next
+    // call runs on a new connection.
+    let pid: i32 = server
+        .client()
+        .query_one(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'slow-node'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let signal = |sig: &str| {
+        assert!(Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success());
+    };
+    signal("-STOP");
+    let t0 = Instant::now();
+    let err = lock.try_acquire("slow-job", sec(60)).unwrap_err();
+    assert!(matches!(err, LockError::Timeout(_)), "{err}");
+    assert!(t0.elapsed() < BOUND);
+    let lease = lock
+        .try_acquire("slow-job", sec(60))
+        .expect("a fresh connection answers")
+        .expect("the lock is free");
+    assert!(lock.release(lease, Duration::ZERO).unwrap());
+    signal("-CONT");
+}

@@ -1,0 +1,213 @@
+//! A throwaway PostgreSQL server for the cluster-lock tests: its own data directory
+//! under the system's temporary directory, loopback only, on a free port, stopped and
+//! removed when dropped. The server binaries come from `$SCHEDPOOL_PG_BIN`, else
+//! `pg_config --bindir`, else the newest `/usr/lib/postgresql/*/bin` (the Debian
+//! package). Run as root, the server runs as the `postgres` user (`runuser`), since
+//! PostgreSQL refuses to run as root.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A running (or stopped) test server.
+pub(crate) struct PgServer {
+    bin: PathBuf,
+    root: PathBuf,
+    port: u16,
+    /// Run the server's commands as `postgres` (the tests run as root).
+    as_postgres: bool,
+}
+
+impl PgServer {
+    /// A fresh server, started.
+    ///
+    /// # Panics
+    /// If the PostgreSQL binaries are missing or the server does not start, with the
+    /// reason (and the server's log).
+    pub(crate) fn start() -> PgServer {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let bin = bin_dir();
+        let as_postgres = is_root();
+        let root = std::env::temp_dir().join(format!(
+            "schedpool-pg-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("create the server's directory");
+        if as_postgres {
+            run(Command::new("chown").arg("postgres:").arg(&root));
+        }
+        let server = PgServer {
+            bin,
+            root,
+            port: free_port(),
+            as_postgres,
+        };
+        server.pg(
+            "initdb",
+            &[
+                "-D",
+                server.data().to_str().unwrap(),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "-N",
+            ],
+        );
+        server.start_again();
+        server
+    }
+
+    fn data(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    /// The connection string of the server's `postgres` database.
+    pub(crate) fn url(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
+    }
+
+    /// A plain client, for the tests' own queries.
+    pub(crate) fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect to the test server")
+    }
+
+    /// Starts the (stopped) server again, on the same port and data.
+    pub(crate) fn start_again(&self) {
+        let opts = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c shared_buffers=16MB \
+             -c max_connections=60",
+            self.port,
+            self.root.to_str().unwrap()
+        );
+        let log = self.root.join("server.log");
+        let ok = self.pg_status(
+            "pg_ctl",
+            &[
+                "-D",
+                self.data().to_str().unwrap(),
+                "-l",
+                log.to_str().unwrap(),
+                "-o",
+                &opts,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+        );
+        if !ok {
+            let log = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!("the test PostgreSQL server did not start; its log:\n{log}");
+        }
+    }
+
+    /// Stops the server (`fast`: connections are closed, as in a restart).
+    pub(crate) fn stop(&self) {
+        self.pg_status(
+            "pg_ctl",
+            &[
+                "-D",
+                self.data().to_str().unwrap(),
+                "-m",
+                "fast",
+                "-w",
+                "stop",
+            ],
+        );
+    }
+
+    fn pg(&self, tool: &str, args: &[&str]) {
+        assert!(self.pg_status(tool, args), "{tool} {args:?} failed");
+    }
+
+    fn pg_status(&self, tool: &str, args: &[&str]) -> bool {
+        let exe = self.bin.join(tool);
+        let mut cmd = if self.as_postgres {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap_or_else(|e| panic!("could not run {}: {e}", exe.display()))
+            .success()
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        self.pg_status(
+            "pg_ctl",
+            &[
+                "-D",
+                self.data().to_str().unwrap(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+        );
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn run(cmd: &mut Command) {
+    let status = cmd.status().expect("run a helper command");
+    assert!(status.success(), "{cmd:?} failed");
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Where `initdb`, `pg_ctl` and `postgres` are.
+fn bin_dir() -> PathBuf {
+    let has_server = |d: &Path| d.join("initdb").exists() && d.join("pg_ctl").exists();
+    if let Some(dir) = std::env::var_os("SCHEDPOOL_PG_BIN") {
+        return PathBuf::from(dir);
+    }
+    if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        if has_server(&dir) {
+            return dir;
+        }
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.parse().ok()?;
+            let dir = e.path().join("bin");
+            has_server(&dir).then_some((version, dir))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, d)| d).unwrap_or_else(|| {
+        panic!(
+            "no PostgreSQL server binaries: install the `postgresql` package, or set \
+             SCHEDPOOL_PG_BIN to the directory holding initdb and pg_ctl"
+        )
+    })
+}
+
+/// A loopback port nothing listens on now.
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    l.local_addr().unwrap().port()
+}
