@@ -97,6 +97,8 @@ mod task;
 mod throttle;
 
 #[cfg(all(test, loom))]
+mod loom_cluster;
+#[cfg(all(test, loom))]
 mod loom_pool;
 #[cfg(all(test, loom))]
 mod loom_queue;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 
 use super::{ClusterLock, Lease, LockError};
 use crate::clock::{self, Clock, Ticks};

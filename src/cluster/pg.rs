@@ -26,11 +26,12 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+// `mpsc` is `std`'s: this module is not loom-modelled (it needs a server), and its
+// channel only carries requests to the connection thread.
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use postgres::{Client, NoTls, Statement};
 
 use super::{ClusterLock, Lease, LockError};

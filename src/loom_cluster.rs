@@ -1,0 +1,59 @@
+//! loom models of the in-process lease store (`cluster/local.rs`): L1 (one valid lease
+//! per name) and L2 (a late release leaves the next holder alone) under every
+//! interleaving of two nodes. The deliberate breaks that make them fail are listed in
+//! `docs/RELIABILITY.md`.
+
+use std::time::Duration;
+
+use crate::cluster::{ClusterLock, LocalLock};
+use crate::sync::{thread, Arc, AtomicUsize, Ordering};
+use crate::ManualClock;
+
+const LEASE: Duration = Duration::from_secs(10);
+
+/// L1: two nodes try the same lock at once, and each gives back what it got: at no
+/// point do both hold it.
+#[test]
+fn loom_cluster_one_holder() {
+    loom::model(|| {
+        let lock = Arc::new(LocalLock::with_clock(ManualClock::new()));
+        let holding = Arc::new(AtomicUsize::new(0));
+        let node = |lock: Arc<LocalLock>, holding: Arc<AtomicUsize>| {
+            move || {
+                let Some(lease) = lock.try_acquire("job", LEASE).unwrap() else {
+                    return false;
+                };
+                assert_eq!(holding.fetch_add(1, Ordering::SeqCst), 0, "L1: two holders");
+                holding.fetch_sub(1, Ordering::SeqCst);
+                assert!(lock.release(lease, Duration::ZERO).unwrap());
+                true
+            }
+        };
+        let other = thread::spawn(node(lock.clone(), holding.clone()));
+        let here = node(lock.clone(), holding)();
+        let there = other.join().unwrap();
+        assert!(here || there, "someone got the lock");
+        assert!(!lock.is_held("job"), "both gave it back");
+    });
+}
+
+/// L2: a holder whose lease ran out releases it while another node takes the lock over:
+/// whatever the order, the new holder's lease is left valid.
+#[test]
+fn loom_cluster_late_release_keeps_the_new_holder() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+        let old = lock.try_acquire("job", LEASE).unwrap().unwrap();
+        clock.advance(LEASE); // the old lease has run out
+        let late = {
+            let lock = lock.clone();
+            thread::spawn(move || lock.release(old, Duration::ZERO).unwrap())
+        };
+        let new = lock.try_acquire("job", LEASE).unwrap();
+        let released = late.join().unwrap();
+        assert!(!released, "an expired lease cannot be released");
+        assert!(new.is_some(), "the expired lock was free");
+        assert!(lock.is_held("job"), "L2: the new holder's lease is intact");
+    });
+}
