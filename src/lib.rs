@@ -53,16 +53,24 @@
 //! makes `ManualClock` tests of multi-threaded pools deterministic; [`PoolStats`] reports
 //! late and skipped runs and a lateness summary.
 //!
-//! # Cargo features
-//! - `cron`: `CronTrigger` and `CronError`, cron expressions in UTC or local time (croner).
+//! # Across replicas
+//! [`Periodic::exclusive`] makes a periodic job run on one node at a time, cluster-wide:
+//! each run takes a time-bounded lock ([`cluster`]) in a store the nodes share, and a node
+//! that finds it held skips that run (ShedLock's model). `PgLock` keeps the locks in
+//! PostgreSQL, with the database's clock; [`cluster::LocalLock`] in the process.
 //!
 //! # Observability
 //! `tracing` spans and events, target `schedpool` (no subscriber is installed), each with
 //! the field `pool` (the pool's name, `Builder::name`): a `task` span per run (trace level)
-//! with fields `id`, `name` (`Periodic::name`), `kind` and `lateness_us`; `warn` on a late
+//! with fields `id`, `name` (`Periodic::name`, [`ScheduledThreadPoolExecutor::named`]),
+//! `kind` and `lateness_us`, which follows from the span the task was submitted in (when
+//! `schedpool` is traced at `TRACE`); `warn` on a late
 //! start and on a rejection (each at most once a second per pool, with `suppressed`: the
 //! occurrences since the last line), `warn` on a failed run of a fallible task, `error` on
-//! a panicking task, `info` on shutdown and termination, `debug` on worker start and exit.
+//! a panicking task, `info` on shutdown and termination, `debug` on worker start and exit;
+//! for exclusive jobs, `debug` on each lock acquired or held elsewhere and `warn` on a lock
+//! store that fails (at most once a second per task) and on a run that outlasted its
+//! lease.
 //!
 //! The design notes ship with the crate and are rendered here: [`design`] (the
 //! architecture, its invariants and orderings) and [`java`] (the mapping from Java's
@@ -72,6 +80,8 @@
 //! # Cargo features
 //! - `cron` (default): [`CronTrigger`], cron expressions in UTC or local
 //!   time. `default-features = false` leaves its dependencies (croner, chrono) out.
+//! - `postgres`: `cluster::PgLock`, cluster locks in a PostgreSQL table (the `postgres`
+//!   crate).
 
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]

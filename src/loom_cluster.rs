@@ -1,5 +1,5 @@
-//! loom models of the in-process lease store (`cluster/local.rs`): L1 (one valid lease
-//! per name) and L2 (a late release leaves the next holder alone) under every
+//! loom models of the in-process lease store (`cluster/local.rs`): LK1 (one valid lease
+//! per name) and LK2 (a late release leaves the next holder alone) under every
 //! interleaving of two nodes. The deliberate breaks that make them fail are listed in
 //! `docs/RELIABILITY.md`.
 
@@ -11,7 +11,7 @@ use crate::ManualClock;
 
 const LEASE: Duration = Duration::from_secs(10);
 
-/// L1: two nodes try the same lock at once, and each gives back what it got: at no
+/// LK1: two nodes try the same lock at once, and each gives back what it got: at no
 /// point do both hold it.
 #[test]
 fn loom_cluster_one_holder() {
@@ -23,7 +23,11 @@ fn loom_cluster_one_holder() {
                 let Some(lease) = lock.try_acquire("job", LEASE).unwrap() else {
                     return false;
                 };
-                assert_eq!(holding.fetch_add(1, Ordering::SeqCst), 0, "L1: two holders");
+                assert_eq!(
+                    holding.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "LK1: two holders"
+                );
                 holding.fetch_sub(1, Ordering::SeqCst);
                 assert!(lock.release(lease, Duration::ZERO).unwrap());
                 true
@@ -37,7 +41,7 @@ fn loom_cluster_one_holder() {
     });
 }
 
-/// L2: a holder whose lease ran out releases it while another node takes the lock over:
+/// LK2: a holder whose lease ran out releases it while another node takes the lock over:
 /// whatever the order, the new holder's lease is left valid.
 #[test]
 fn loom_cluster_late_release_keeps_the_new_holder() {
@@ -54,6 +58,6 @@ fn loom_cluster_late_release_keeps_the_new_holder() {
         let released = late.join().unwrap();
         assert!(!released, "an expired lease cannot be released");
         assert!(new.is_some(), "the expired lock was free");
-        assert!(lock.is_held("job"), "L2: the new holder's lease is intact");
+        assert!(lock.is_held("job"), "LK2: the new holder's lease is intact");
     });
 }

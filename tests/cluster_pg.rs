@@ -58,7 +58,7 @@ fn the_lease_protocol_runs_on_the_database_clock() {
     a.check().expect("connects and creates its table");
 
     let first = a.try_acquire("job", sec(60)).unwrap().expect("free");
-    assert!(b.try_acquire("job", sec(60)).unwrap().is_none(), "L1");
+    assert!(b.try_acquire("job", sec(60)).unwrap().is_none(), "LK1");
     assert_eq!(b.holder("job").unwrap().as_deref(), Some("node-a"));
     assert!(a.release(first.clone(), Duration::ZERO).unwrap());
     assert_eq!(
@@ -69,7 +69,7 @@ fn the_lease_protocol_runs_on_the_database_clock() {
 
     // A short lease runs out by the database's clock and is taken over.
     let short = b.try_acquire("job", ms(300)).unwrap().expect("free again");
-    assert!(short.token() > first.token(), "L2: tokens grow");
+    assert!(short.token() > first.token(), "LK2: tokens grow");
     let taken = wait_for(BOUND, || a.try_acquire("job", sec(60)).unwrap()).expect("expires");
     assert!(taken.token() > short.token());
     assert!(
@@ -79,14 +79,14 @@ fn the_lease_protocol_runs_on_the_database_clock() {
     assert_eq!(
         b.holder("job").unwrap().as_deref(),
         Some("node-a"),
-        "L2: and the late release left the new holder alone"
+        "LK2: and the late release left the new holder alone"
     );
 
-    // at_least_for keeps the lock after an early release (L3) ...
+    // at_least_for keeps the lock after an early release (LK3) ...
     assert!(a.release(taken, sec(60)).unwrap());
     assert!(b.try_acquire("job", sec(60)).unwrap().is_none());
 
-    // ... whatever the nodes' own clocks say (L4): an executor whose clock is an hour
+    // ... whatever the nodes' own clocks say (LK4): an executor whose clock is an hour
     // ahead still finds the lock held, and skips its run.
     let clock = ManualClock::new();
     let pool = ScheduledThreadPoolExecutor::builder()
@@ -162,7 +162,7 @@ fn contending_threads_and_connections_never_hold_one_lock_at_once() {
     assert!(n > 10, "the lock changed hands: {n} acquisitions");
     tokens.sort_unstable();
     tokens.dedup();
-    assert_eq!(tokens.len(), n, "L2: every acquisition has its own token");
+    assert_eq!(tokens.len(), n, "LK2: every acquisition has its own token");
 }
 
 // ---- each tick once across executors and processes ----

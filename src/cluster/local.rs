@@ -1,4 +1,4 @@
-//! [`LocalLock`]: the lease protocol (L1–L4, `cluster/mod.rs`) in one process, for tests
+//! [`LocalLock`]: the lease protocol (LK1–LK4, `cluster/mod.rs`) in one process, for tests
 //! and single-node use: the store is a map under a mutex, its clock the process's
 //! monotonic clock (or a [`ManualClock`]).
 
@@ -15,11 +15,11 @@ use crate::ManualClock;
 /// One lock's record.
 #[derive(Clone, Copy, Debug)]
 struct Record {
-    /// Taken until then (L1).
+    /// Taken until then (LK1).
     until: Ticks,
-    /// When the current lease was acquired (for L3).
+    /// When the current lease was acquired (for LK3).
     acquired: Ticks,
-    /// The current lease's token (L2).
+    /// The current lease's token (LK2).
     token: u64,
 }
 
@@ -39,7 +39,7 @@ struct Record {
 /// ```
 pub struct LocalLock {
     clock: Clock,
-    /// The records by name; the mutex makes each call one atomic step (L1).
+    /// The records by name; the mutex makes each call one atomic step (LK1).
     records: Mutex<HashMap<String, Record>>,
 }
 
@@ -78,7 +78,7 @@ impl ClusterLock for LocalLock {
         let now = self.clock.now();
         let mut records = self.records.lock();
         let token = match records.get(name) {
-            Some(r) if r.until > now => return Ok(None), // L1: a valid lease exists
+            Some(r) if r.until > now => return Ok(None), // LK1: a valid lease exists
             Some(r) => r.token + 1,
             None => 1,
         };
@@ -97,9 +97,9 @@ impl ClusterLock for LocalLock {
         let now = self.clock.now();
         let mut records = self.records.lock();
         match records.get_mut(lease.name()) {
-            // L2: only the current, still valid lease changes the record.
+            // LK2: only the current, still valid lease changes the record.
             Some(r) if r.token == lease.token() && r.until > now => {
-                r.until = clock::add(r.acquired, at_least_for).max(now); // L3
+                r.until = clock::add(r.acquired, at_least_for).max(now); // LK3
                 Ok(true)
             }
             _ => Ok(false),
@@ -126,21 +126,21 @@ mod tests {
         let clock = ManualClock::new();
         let lock = LocalLock::with_clock(clock.clone());
         let a = lock.try_acquire("job", MIN).unwrap().unwrap();
-        assert!(lock.try_acquire("job", MIN).unwrap().is_none(), "L1");
+        assert!(lock.try_acquire("job", MIN).unwrap().is_none(), "LK1");
         assert!(
             lock.try_acquire("other", MIN).unwrap().is_some(),
             "names are independent"
         );
         clock.advance(MIN); // the lease runs out at at_most_for
         let b = lock.try_acquire("job", MIN).unwrap().unwrap();
-        assert!(b.token() > a.token(), "L2: tokens grow");
+        assert!(b.token() > a.token(), "LK2: tokens grow");
         assert!(
             !lock.release(a, Duration::ZERO).unwrap(),
             "an expired lease reports it"
         );
         assert!(
             lock.is_held("job"),
-            "L2: ... and leaves the new holder alone"
+            "LK2: ... and leaves the new holder alone"
         );
         assert!(lock.release(b, Duration::ZERO).unwrap());
         assert!(!lock.is_held("job"));
@@ -154,7 +154,7 @@ mod tests {
         clock.advance(Duration::from_secs(1));
         assert!(lock.release(lease, Duration::from_secs(10)).unwrap());
         clock.advance(Duration::from_secs(8)); // 9 s after the acquisition
-        assert!(lock.try_acquire("job", MIN).unwrap().is_none(), "L3");
+        assert!(lock.try_acquire("job", MIN).unwrap().is_none(), "LK3");
         clock.advance(Duration::from_secs(1));
         assert!(lock.try_acquire("job", MIN).unwrap().is_some());
     }

@@ -32,16 +32,16 @@
 //! # The lease protocol
 //! A lock is a record `(name, lock_until, token)` in the store; the store's own clock
 //! decides every comparison.
-//! - L1 (one holder): `try_acquire` succeeds only if `lock_until <= now` in the store,
+//! - LK1 (one holder): `try_acquire` succeeds only if `lock_until <= now` in the store,
 //!   and sets `lock_until = now + at_most_for` in the same atomic step; so no two leases
 //!   of one name are valid at the same store instant.
-//! - L2 (fencing): each successful `try_acquire` of a name returns a token larger than
+//! - LK2 (fencing): each successful `try_acquire` of a name returns a token larger than
 //!   every earlier one. `release` changes the record only if its token is still the
 //!   record's and the lease is still valid (`lock_until > now`), so a holder whose lease
 //!   ran out never shortens the lease of the node that took over.
-//! - L3 (at least): `release` sets `lock_until = max(acquired + at_least_for, now)`, so
+//! - LK3 (at least): `release` sets `lock_until = max(acquired + at_least_for, now)`, so
 //!   the lock stays taken until `at_least_for` after the acquisition.
-//! - L4 (no skew): the times in L1–L3 are the store's (`now()` in PostgreSQL, the
+//! - LK4 (no skew): the times in LK1–LK3 are the store's (`now()` in PostgreSQL, the
 //!   process's monotonic clock in `LocalLock`); a node's own clock never enters them, so
 //!   clock skew between nodes cannot make two leases overlap.
 //!
@@ -68,7 +68,7 @@ pub use pg::{PgLock, PgLockBuilder};
 
 /// A time-bounded lock shared by the nodes of a cluster (ShedLock's `LockProvider`).
 ///
-/// Implementations must keep L1–L4 (module docs), and must return within a bounded time:
+/// Implementations must keep LK1–LK4 (module docs), and must return within a bounded time:
 /// a worker thread waits for each call.
 pub trait ClusterLock: Send + Sync + 'static {
     /// Takes the lock `name` for at most `at_most_for`, if no valid lease of it exists:
@@ -81,9 +81,9 @@ pub trait ClusterLock: Send + Sync + 'static {
     fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError>;
 
     /// Gives `lease` back: the lock stays taken until `at_least_for` after the
-    /// acquisition, or is free now if that has passed (L3). `Ok(true)` if the lease was
+    /// acquisition, or is free now if that has passed (LK3). `Ok(true)` if the lease was
     /// still valid; `Ok(false)` if it had run out (`at_most_for` passed; another node may
-    /// hold the lock now, and is left alone, L2).
+    /// hold the lock now, and is left alone, LK2).
     ///
     /// # Errors
     /// [`LockError`] if the store could not be reached; the lease then runs out by itself
@@ -112,7 +112,7 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// A lease of `name` with fencing token `token` (L2), valid for `at_most_for` from
+    /// A lease of `name` with fencing token `token` (LK2), valid for `at_most_for` from
     /// now: for implementations of [`ClusterLock`].
     pub fn new(name: &str, token: u64, at_most_for: Duration) -> Self {
         Lease {
@@ -128,7 +128,7 @@ impl Lease {
         &self.name
     }
 
-    /// The fencing token: larger for every later acquisition of the same name (L2). A
+    /// The fencing token: larger for every later acquisition of the same name (LK2). A
     /// job can pass it to the systems it writes to, so that they refuse a write from a
     /// holder whose lease has run out.
     pub fn token(&self) -> u64 {
@@ -140,7 +140,7 @@ impl Lease {
         self.at_most_for
     }
 
-    /// When this process got the lease (its own clock: for reports only, L4).
+    /// When this process got the lease (its own clock: for reports only, LK4).
     pub fn acquired(&self) -> Instant {
         self.acquired
     }

@@ -1,13 +1,13 @@
-//! [`PgLock`]: the lease protocol (L1–L4, `cluster/mod.rs`) in a PostgreSQL table.
+//! [`PgLock`]: the lease protocol (LK1–LK4, `cluster/mod.rs`) in a PostgreSQL table.
 //!
 //! # Design
 //! Each call is one SQL statement, atomic in the database, with the database's `now()`
-//! for every time (L4):
+//! for every time (LK4):
 //! - acquire: `INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE lock_until <= now()
 //!   RETURNING token`: a new row, or the expired row taken over with `token + 1`; a valid
-//!   lease makes the `WHERE` false and no row comes back (L1, L2);
+//!   lease makes the `WHERE` false and no row comes back (LK1, LK2);
 //! - release: `UPDATE ... SET lock_until = GREATEST(locked_at + at_least_for, now())
-//!   WHERE name = $1 AND token = $2 AND lock_until > now()` (L2, L3).
+//!   WHERE name = $1 AND token = $2 AND lock_until > now()` (LK2, LK3).
 //!
 //! The connection is owned by one thread of the lock's own, which runs the statements
 //! that callers send it; a caller waits for the answer at most `timeout` (the bound on
@@ -408,7 +408,7 @@ fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Request>) {
                 // restart, a dropped connection): try once more on a new one. Safe for
                 // both statements: a release is keyed by its token, and an acquisition
                 // that did commit before the drop makes the retry find the lock held
-                // (L1), so the run is skipped and that lease runs out by itself.
+                // (LK1), so the run is skipped and that lease runs out by itself.
                 result = run(shared, &mut session, &req.op);
                 if result.is_err() && session.as_ref().is_some_and(|s| s.client.is_closed()) {
                     session = None;
