@@ -101,12 +101,14 @@ impl ScheduledThreadPoolExecutor {
     ///
     /// let clock = ManualClock::new();
     /// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
-    /// let flush = Periodic::at_fixed_rate(Duration::from_secs(60)).name("metrics flush");
+    /// let flush = Periodic::at_fixed_rate(Duration::from_secs(60))
+    ///     .initial_delay(Duration::from_secs(1))
+    ///     .name("metrics flush");
     /// pool.schedule_periodic(flush, || ()).unwrap();
     /// pool.schedule(Duration::from_secs(5), || ()).unwrap();
     /// let tasks = pool.scheduled_tasks();
     /// assert_eq!(tasks.len(), 2);
-    /// assert_eq!(tasks[0].name.as_deref(), Some("metrics flush")); // due now
+    /// assert_eq!(tasks[0].name.as_deref(), Some("metrics flush")); // due in 1 s
     /// assert_eq!((tasks[1].kind, tasks[1].deadline), ("once", clock.now() + Duration::from_secs(5)));
     /// ```
     pub fn scheduled_tasks(&self) -> Vec<TaskInfo> {
