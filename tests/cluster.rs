@@ -15,6 +15,61 @@ use schedpool::{ManualClock, Next, OnPanic, Periodic, ScheduledThreadPoolExecuto
 
 const PERIOD: Duration = Duration::from_secs(10);
 
+/// The `schedpool` warnings seen by this test binary: `(message, lock, error)`.
+static WARNINGS: Mutex<Vec<(String, String, String)>> = Mutex::new(Vec::new());
+
+/// Records every `schedpool` warning (installed once for the whole binary: the workers
+/// log on their own threads).
+struct Warnings;
+
+#[derive(Default)]
+struct Fields(String, String, String);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let v = format!("{value:?}").trim_matches('"').to_owned();
+        match field.name() {
+            "message" => self.0 = v,
+            "lock" => self.1 = v,
+            "error" => self.2 = v,
+            _ => {}
+        }
+    }
+}
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
+        m.target() == "schedpool" && *m.level() == tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut f = Fields::default();
+        event.record(&mut f);
+        WARNINGS.lock().unwrap().push((f.0, f.1, f.2));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+fn record_warnings() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| tracing::subscriber::set_global_default(Warnings).unwrap());
+}
+
+/// Whether a warning with `message` about lock `lock` (and an error containing
+/// `error`) was seen.
+fn warned(message: &str, lock: &str, error: &str) -> bool {
+    WARNINGS
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(m, l, e)| m.starts_with(message) && l == lock && e.contains(error))
+}
+
 fn node(clock: &ManualClock) -> ScheduledThreadPoolExecutor {
     ScheduledThreadPoolExecutor::builder()
         .core_pool_size(1)
@@ -150,6 +205,7 @@ impl ClusterLock for Flaky {
 
 #[test]
 fn an_unreachable_store_skips_runs_and_keeps_the_schedule() {
+    record_warnings();
     let clock = ManualClock::new();
     let store = Arc::new(Flaky {
         inner: LocalLock::with_clock(clock.clone()),
@@ -160,9 +216,16 @@ fn an_unreachable_store_skips_runs_and_keeps_the_schedule() {
     let runs = Arc::new(AtomicU64::new(0));
     let r = runs.clone();
     let fut = pool
-        .schedule_periodic(job(store.clone()), move || {
-            r.fetch_add(1, Ordering::SeqCst);
-        })
+        .schedule_periodic(
+            Periodic::at_fixed_rate(PERIOD).exclusive(Exclusive::new(
+                store.clone(),
+                "flaky",
+                sec(60),
+            )),
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            },
+        )
         .unwrap();
     for _ in 0..3 {
         assert!(pool.wait_idle(BOUND));
@@ -172,6 +235,15 @@ fn an_unreachable_store_skips_runs_and_keeps_the_schedule() {
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert_eq!(store.calls.load(Ordering::SeqCst), 4, "asked at every tick");
     assert_eq!(pool.stats().lock_failed, 4);
+    assert!(
+        warned(
+            "run skipped: the cluster lock could not be acquired",
+            "flaky",
+            "did not answer"
+        ),
+        "a clear traced error: {:?}",
+        WARNINGS.lock().unwrap()
+    );
     store.down.store(false, Ordering::SeqCst);
     clock.advance(PERIOD);
     assert!(
@@ -185,6 +257,7 @@ fn an_unreachable_store_skips_runs_and_keeps_the_schedule() {
 
 #[test]
 fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone() {
+    record_warnings();
     let clock = ManualClock::new();
     let lock = Arc::new(LocalLock::with_clock(clock.clone()));
     let pool = node(&clock);
@@ -208,6 +281,11 @@ fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone()
         "the expired lease was taken over"
     );
     assert_eq!(pool.stats().lock_overruns, 1);
+    assert!(warned(
+        "a run outlasted its cluster lock's at_most_for",
+        "report",
+        ""
+    ));
     assert!(
         lock.is_held("report"),
         "the late release did not free the new holder's lock"
