@@ -95,7 +95,8 @@ struct Shared {
     node: String,
     timeout: Duration,
     create_table: bool,
-    /// The current connection thread.
+    /// The current connection thread: its sender and generation, read and replaced only
+    /// under this lock (never held across a request).
     conn: Mutex<Conn>,
     /// Abandoned connection threads still running (each takes one off when it ends).
     /// `Relaxed`: a cap on a count, publishing nothing; its updates are under `conn`'s
@@ -373,6 +374,15 @@ impl ClusterLock for PgLock {
     }
 }
 
+impl Drop for PgLock {
+    /// Drops the lock's sender, so its connection thread (which holds the shared state,
+    /// and so the sender, only through this field) ends after its current request and
+    /// closes the connection.
+    fn drop(&mut self) {
+        self.shared.conn.lock().tx = None;
+    }
+}
+
 impl fmt::Debug for PgLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgLock")
@@ -585,6 +595,25 @@ mod tests {
             PgLock::new("postgresql://[::1"),
             Err(LockError::Config(_))
         ));
+    }
+
+    #[test]
+    fn dropping_the_lock_ends_its_connection_thread() {
+        let lock = PgLock::builder("host=127.0.0.1 port=1 user=x dbname=x")
+            .timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        assert!(lock.check().is_err()); // started the thread, which holds the state
+        let state = std::sync::Arc::downgrade(&lock.shared);
+        drop(lock);
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while state.upgrade().is_some() {
+            assert!(
+                Instant::now() < give_up,
+                "the connection thread outlived its lock"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     #[test]
