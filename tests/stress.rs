@@ -4,7 +4,9 @@
 //! remove-on-cancel policies and, in a third of the rounds, a small queue bound with a
 //! random rejection policy (`Abort`, `CallerRuns` or `Discard`). Several threads then
 //! schedule one-shots (`schedule`, `submit`, `execute`), fixed-rate and fixed-delay tasks
-//! and periodic tasks with `max_runs`, with delays and periods of a few milliseconds,
+//! and periodic tasks with `max_runs` (as plain closures, context closures, named
+//! one-shots and exclusive tasks on an in-process cluster lock, each with a lock of its
+//! own so that it always gets it), with delays and periods of a few milliseconds,
 //! cancel (a third of the time with `interrupt`, which also cancels a running one-shot)
 //! and reschedule random tasks, and the main thread resizes the pool; tasks
 //! themselves schedule, cancel and reschedule other tasks. At a random moment the pool is
@@ -55,9 +57,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use schedpool::cluster::{Exclusive, LocalLock};
 use schedpool::{
-    CancelHandle, PendingTask, Periodic, RejectionPolicy, ScheduleError, ScheduledFuture,
-    ScheduledThreadPoolExecutor, TaskError,
+    CancelHandle, Next, PendingTask, Periodic, RejectionPolicy, ScheduleError, ScheduledFuture,
+    ScheduledThreadPoolExecutor, TaskContext, TaskError,
 };
 
 /// Bound for termination and for any future to be done after it.
@@ -390,9 +393,15 @@ fn submit_random(ctx: &Arc<Ctx>, nested: bool) {
     let pool = &ctx.pool;
     let outer = SUBMITTING.with(|x| x.replace(rec.id));
     let result = with_cause(cause::REFUSED, || match kind {
-        Kind::Schedule => pool
-            .schedule(rand_micros(3000), once_body(ctx, &rec))
-            .map(Some),
+        Kind::Schedule => {
+            let (delay, body) = (rand_micros(3000), once_body(ctx, &rec));
+            match rand_below(3) {
+                0 => pool.schedule(delay, body),
+                1 => pool.schedule_with_context(delay, move |_: &TaskContext<'_>| body()),
+                _ => pool.named("stress").schedule(delay, body),
+            }
+            .map(Some)
+        }
         Kind::Submit => pool.submit(once_body(ctx, &rec)).map(Some),
         Kind::Execute => pool.execute(once_body(ctx, &rec)).map(|()| None),
         Kind::FixedRate => pool
@@ -417,12 +426,33 @@ fn submit_random(ctx: &Arc<Ctx>, nested: bool) {
                 Periodic::with_fixed_delay(period)
             };
             let spec = spec.initial_delay(rand_micros(2000)).max_runs(rec.max_runs);
-            pool.schedule_periodic(spec, periodic_body(ctx, &rec))
-                .map(Some)
+            let mut body = periodic_body(ctx, &rec);
+            match rand_below(3) {
+                0 => pool.schedule_periodic(spec, body),
+                1 => pool.schedule_periodic_with_context(spec, move |_: &TaskContext<'_>| {
+                    body();
+                    Next::Continue
+                }),
+                _ => {
+                    let lock = Exclusive::new(
+                        cluster_lock(),
+                        format!("task-{}", rec.id),
+                        Duration::from_secs(60),
+                    );
+                    pool.schedule_periodic(spec.exclusive(lock), body)
+                }
+            }
+            .map(Some)
         }
     });
     SUBMITTING.with(|x| x.set(outer));
     ctx.settle(&rec, result);
+}
+
+/// The in-process cluster lock of the exclusive tasks (each locks a name of its own).
+fn cluster_lock() -> Arc<LocalLock> {
+    static LOCK: std::sync::OnceLock<Arc<LocalLock>> = std::sync::OnceLock::new();
+    LOCK.get_or_init(|| Arc::new(LocalLock::new())).clone()
 }
 
 /// What a running task may do besides counting its run.
