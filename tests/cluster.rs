@@ -337,3 +337,40 @@ fn a_fallible_job_can_be_exclusive() {
     assert_eq!(pool.stats().failed_runs, 1);
     pool.close();
 }
+
+/// A store whose release panics.
+struct PanickyRelease(LocalLock);
+
+impl ClusterLock for PanickyRelease {
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        self.0.try_acquire(name, at_most_for)
+    }
+
+    fn release(&self, _: Lease, _: Duration) -> Result<bool, LockError> {
+        panic!("release exploded")
+    }
+}
+
+#[test]
+fn a_store_that_panics_in_release_while_the_run_panics_does_not_abort() {
+    let clock = ManualClock::new();
+    let store = Arc::new(PanickyRelease(LocalLock::with_clock(clock.clone())));
+    let pool = node(&clock);
+    let spec = Periodic::at_fixed_rate(PERIOD)
+        .on_panic(OnPanic::Continue)
+        .exclusive(Exclusive::new(store, "report", PERIOD));
+    let fut = pool
+        .schedule_periodic(spec, || panic!("run exploded"))
+        .unwrap();
+    assert!(pool.wait_idle(BOUND));
+    clock.advance(PERIOD); // the unreleased lease has run out by then
+    assert!(pool.wait_idle(BOUND));
+    let s = pool.stats();
+    assert_eq!(
+        (s.panicked_count, s.lock_acquired, s.lock_failed),
+        (2, 2, 2)
+    );
+    assert!(!fut.is_done(), "the task goes on");
+    fut.cancel();
+    pool.close();
+}

@@ -202,7 +202,8 @@ impl PgLockBuilder {
         if config.get_application_name().is_none() {
             config.application_name("schedpool");
         }
-        config.connect_timeout(self.timeout);
+        // Like the statement timeout: answer with the error before the caller gives up.
+        config.connect_timeout((self.timeout * 3 / 4).max(Duration::from_millis(1)));
         config.keepalives(true);
         Ok(PgLock {
             shared: Arc::new(Shared {

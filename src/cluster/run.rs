@@ -13,11 +13,12 @@
 
 use std::time::Duration;
 
-use super::{Exclusive, Lease};
+use super::{Exclusive, Lease, LockError};
+use crate::error::run_caught;
 use crate::pool::Shared;
 use crate::stats::{self, Counters};
 use crate::sync::Arc;
-use crate::task::{PeriodicBody, RunCx, Step};
+use crate::task::{drop_quietly, PeriodicBody, RunCx, Step};
 use crate::throttle::Throttle;
 
 /// A periodic closure with its span link and cluster lock (either may be absent).
@@ -124,7 +125,18 @@ impl Drop for Held<'_> {
         let (pool, counters) = whose(self.cx);
         let token = lease.token();
         let ran = lease.acquired().elapsed();
-        match spec.lock.release(lease, spec.at_least_for) {
+        // A store's panic is contained here: this may run while the closure's own panic
+        // unwinds, where a second panic would abort the process.
+        let released = match run_caught(|| spec.lock.release(lease, spec.at_least_for)) {
+            Ok(released) => released,
+            Err((payload, msg)) => {
+                drop_quietly(payload);
+                Err(LockError::Store(
+                    format!("the lock's release panicked: {msg}").into(),
+                ))
+            }
+        };
+        match released {
             Ok(true) => {}
             Ok(false) => {
                 bump(counters, |c| &c.lock_overruns);
