@@ -290,5 +290,12 @@ mod tests {
         drop(l);
         c.advance(Duration::from_millis(1)); // a dropped listener is skipped
         assert_eq!(second.0.load(Ordering::SeqCst), 3);
+        let third = Arc::new(Count(Default::default()));
+        clock.register(Arc::downgrade(&third) as Weak<dyn AdvanceListener>);
+        assert_eq!(
+            c.inner.listeners.lock().len(),
+            2,
+            "a registration prunes the dropped listeners"
+        );
     }
 }

@@ -82,6 +82,33 @@ fn debug_output_names_states_and_shows_deadlines_as_durations() {
     assert!(shown.contains("deadline: 90s"), "{shown}");
     fut.cancel();
     assert!(format!("{fut:?}").contains("state: \"cancelled\""));
+
+    // Running, done and panicked, each as the future's Debug shows it.
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    let running = pool
+        .submit(move || {
+            started_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        })
+        .unwrap();
+    started.recv().unwrap();
+    assert!(
+        format!("{running:?}").contains("state: \"running\""),
+        "{running:?}"
+    );
+    go.send(()).unwrap();
+    assert!(running.wait_timeout(Duration::from_secs(10)));
+    assert!(
+        format!("{running:?}").contains("state: \"done\""),
+        "{running:?}"
+    );
+    let boom = pool.submit(|| -> u8 { panic!("boom") }).unwrap();
+    assert!(boom.wait_timeout(Duration::from_secs(10)));
+    assert!(
+        format!("{boom:?}").contains("state: \"panicked\""),
+        "{boom:?}"
+    );
     pool.shutdown();
 }
 

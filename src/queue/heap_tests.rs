@@ -126,6 +126,24 @@ fn slots_retire_instead_of_wrapping() {
 }
 
 #[test]
+fn the_node_array_halves_only_when_less_than_a_quarter_full() {
+    // Amortised: no shrinking above a quarter (which would reallocate again and again),
+    // and a halving just below it.
+    let n = 4 * MIN_SHRINK;
+    let mut h = IndexedHeap::<E, 4>::new();
+    let mut handles: Vec<Handle> = (0..n as u64).map(|k| h.push(E(k, k))).collect();
+    let full = h.nodes.capacity();
+    while h.len() > full / 4 {
+        h.remove(handles.pop().unwrap()).unwrap();
+    }
+    assert_eq!(h.nodes.capacity(), full, "a quarter full: not shrunk yet");
+    h.remove(handles.pop().unwrap()).unwrap();
+    let half = h.nodes.capacity();
+    assert!(half < full && half >= full / 2, "halved: {full} -> {half}");
+    h.check_invariants();
+}
+
+#[test]
 fn memory_is_given_back_and_old_handles_stay_stale() {
     let n = 4 * MIN_SHRINK;
     let mut h = IndexedHeap::<E, 4>::new();
