@@ -28,6 +28,7 @@
 use std::fmt;
 use std::time::Instant;
 
+use crate::cluster::Lease;
 use crate::future::CancelHandle;
 use crate::periodic::{Next, OnError};
 use crate::pool::{Shared, Stripe};
@@ -83,6 +84,15 @@ impl TaskContext<'_> {
     /// for a one-shot), for the closure's own logs; `None` if it has none.
     pub fn name(&self) -> Option<&str> {
         self.cx.task_name
+    }
+
+    /// The cluster lease this run holds, for an
+    /// [exclusive](crate::Periodic::exclusive) task (`None` for any other). Its
+    /// [`token`](crate::cluster::Lease::token) grows with every acquisition of the lock:
+    /// pass it along with the run's writes, and a store that keeps the largest token seen
+    /// can refuse the writes of a run whose lease ran out after another node took over.
+    pub fn lease(&self) -> Option<&Lease> {
+        self.cx.lease
     }
 
     /// `true` for a periodic task.

@@ -374,3 +374,39 @@ fn a_store_that_panics_in_release_while_the_run_panics_does_not_abort() {
     fut.cancel();
     pool.close();
 }
+
+#[test]
+fn a_run_sees_its_lease_and_fencing_tokens_grow() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let pool = node(&clock);
+    let tokens: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let t = tokens.clone();
+    let fut = pool
+        .schedule_periodic_with_context(
+            job(lock.clone()).max_runs(3),
+            move |ctx: &TaskContext<'_>| {
+                let lease = ctx.lease().expect("an exclusive run holds its lease");
+                assert_eq!(lease.name(), "report");
+                t.lock().unwrap().push(lease.token());
+                Next::Continue
+            },
+        )
+        .unwrap();
+    for _ in 0..3 {
+        assert!(pool.wait_idle(BOUND));
+        clock.advance(PERIOD);
+    }
+    assert!(fut.wait_timeout(BOUND));
+    fut.get().unwrap();
+    let tokens = tokens.lock().unwrap().clone();
+    assert_eq!(tokens.len(), 3);
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
+    let plain = pool
+        .schedule_with_context(Duration::ZERO, |ctx: &TaskContext<'_>| {
+            ctx.lease().is_none()
+        })
+        .unwrap();
+    assert!(plain.wait_timeout(BOUND) && plain.get().unwrap());
+    pool.close();
+}

@@ -81,7 +81,10 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
                     lease: Some(lease),
                     cx,
                 };
-                let step = self.body.call(cx);
+                let step = self.body.call(&RunCx {
+                    lease: held.lease.as_ref(),
+                    ..*cx
+                });
                 drop(held); // gives the lease back (also on unwind)
                 step
             }

@@ -241,6 +241,8 @@ pub(crate) struct RunCx<'a> {
     pub(crate) runs: u64,
     /// The task's name (`Periodic::name`), for the closure's own logs.
     pub(crate) task_name: Option<&'a str>,
+    /// The cluster lease this run holds (an exclusive task, `cluster/run.rs`).
+    pub(crate) lease: Option<&'a crate::cluster::Lease>,
 }
 
 /// A one-shot's closure as its task calls it: a plain closure ([`Plain`]), or one that

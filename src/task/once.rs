@@ -57,6 +57,7 @@ where
             deadline: self.header.deadline(),
             runs: 1,
             task_name: self.name.get(),
+            lease: None,
         };
         let outcome = run_caught(|| f.call(&cx));
         count_run(env.counters, outcome.is_err());

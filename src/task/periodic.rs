@@ -135,6 +135,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                     deadline: scheduled,
                     runs: body.runs + 1,
                     task_name: self.name.as_deref(),
+                    lease: None,
                 };
                 let outcome = run_caught(|| body.f.call(&cx));
                 if matches!(outcome, Ok(Step::Skip)) {
