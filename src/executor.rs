@@ -138,8 +138,7 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let now = self.shared.clock().now();
-        self.schedule_once(clock::add(now, delay), Some(now), task)
+        self.once_after(delay, Plain(task), ())
     }
 
     /// Runs `task` once at `deadline`, read in the executor's clock. A deadline in the past
@@ -156,8 +155,7 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let deadline = self.shared.clock().ticks_of(deadline);
-        self.schedule_once(deadline, None, task)
+        self.once_at(deadline, Plain(task), ())
     }
 
     /// Runs `task` first after `initial_delay`, then every `period` measured from the
@@ -238,8 +236,7 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let now = self.shared.clock().now();
-        self.schedule_once(now, Some(now), task)
+        self.once_after(Duration::ZERO, Plain(task), ())
     }
 
     /// Runs `task` once after `delay`, as [`schedule`](Self::schedule) does, handing it a
@@ -277,26 +274,45 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce(&TaskContext<'_>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let now = self.shared.clock().now();
-        self.schedule_body(clock::add(now, delay), Some(now), WithContext(task), ())
+        self.once_after(delay, WithContext(task), ())
     }
 
-    /// `now`: the clock reading `deadline` was computed from, if any (`Shared::submit`).
-    fn schedule_once<F, T>(
+    /// Submits a one-shot with body `task`, named `name` (`()`: unnamed), due `delay`
+    /// from now (what `schedule`, `submit` and their `Named` forms share).
+    pub(crate) fn once_after<B, T, N>(
         &self,
-        deadline: Ticks,
-        now: Option<Ticks>,
-        task: F,
+        delay: Duration,
+        task: B,
+        name: N,
     ) -> Result<ScheduledFuture<T>, ScheduleError>
     where
-        F: FnOnce() -> T + Send + 'static,
+        B: OnceBody<T>,
         T: Send + 'static,
+        N: Label,
     {
-        self.schedule_body(deadline, now, Plain(task), ())
+        let now = self.shared.clock().now();
+        self.schedule_body(clock::add(now, delay), Some(now), task, name)
     }
 
-    /// Submits a one-shot with body `task`, named `name` (`()`: unnamed).
-    pub(crate) fn schedule_body<B, T, N>(
+    /// As [`once_after`](Self::once_after), due at `deadline` in the executor's clock.
+    pub(crate) fn once_at<B, T, N>(
+        &self,
+        deadline: Instant,
+        task: B,
+        name: N,
+    ) -> Result<ScheduledFuture<T>, ScheduleError>
+    where
+        B: OnceBody<T>,
+        T: Send + 'static,
+        N: Label,
+    {
+        let deadline = self.shared.clock().ticks_of(deadline);
+        self.schedule_body(deadline, None, task, name)
+    }
+
+    /// Submits a one-shot due at `deadline`; `now`: the clock reading it was computed
+    /// from, if any (`Shared::submit`).
+    fn schedule_body<B, T, N>(
         &self,
         deadline: Ticks,
         now: Option<Ticks>,
@@ -740,8 +756,8 @@ impl ScheduledThreadPoolExecutor {
     }
 }
 
+#[cfg(all(test, loom))]
 impl ScheduledThreadPoolExecutor {
-    /// The pool behind the handle (for `Named`, and the loom models).
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }

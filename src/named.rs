@@ -3,7 +3,6 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::clock;
 use crate::context::{TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::executor::ScheduledThreadPoolExecutor;
@@ -63,13 +62,7 @@ impl<'a> Named<'a> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let now = self.pool.shared().clock().now();
-        self.pool.schedule_body(
-            clock::add(now, delay),
-            Some(now),
-            Plain(task),
-            self.name.clone(),
-        )
+        self.pool.once_after(delay, Plain(task), self.name.clone())
     }
 
     /// As [`ScheduledThreadPoolExecutor::schedule_at`], named.
@@ -85,9 +78,7 @@ impl<'a> Named<'a> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let deadline = self.pool.shared().clock().ticks_of(deadline);
-        self.pool
-            .schedule_body(deadline, None, Plain(task), self.name.clone())
+        self.pool.once_at(deadline, Plain(task), self.name.clone())
     }
 
     /// As [`ScheduledThreadPoolExecutor::submit`], named.
@@ -99,9 +90,8 @@ impl<'a> Named<'a> {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let now = self.pool.shared().clock().now();
         self.pool
-            .schedule_body(now, Some(now), Plain(task), self.name.clone())
+            .once_after(Duration::ZERO, Plain(task), self.name.clone())
     }
 
     /// As [`ScheduledThreadPoolExecutor::schedule_with_context`], named.
@@ -117,13 +107,8 @@ impl<'a> Named<'a> {
         F: FnOnce(&TaskContext<'_>) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let now = self.pool.shared().clock().now();
-        self.pool.schedule_body(
-            clock::add(now, delay),
-            Some(now),
-            WithContext(task),
-            self.name.clone(),
-        )
+        self.pool
+            .once_after(delay, WithContext(task), self.name.clone())
     }
 }
 
