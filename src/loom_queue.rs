@@ -61,7 +61,7 @@ fn loom_take_vs_offer_of_an_earlier_head() {
     });
 }
 
-/// I3 and I5: two takers and a removal of the head; every remaining element reaches a
+/// W3 and I5: two takers and a removal of the head; every remaining element reaches a
 /// taker (no taker sleeps while a due element exists) and the removed one never does.
 #[test]
 fn loom_two_takers_and_a_remove_of_the_head() {
@@ -119,6 +119,49 @@ fn loom_delay_queue_remove_vs_take() {
     });
 }
 
+/// I2/W3 (`waiters.rs`): a leader that gives up with the head still queued hands the
+/// lead on (the same model as `loom_sharded.rs`'s, on the one-lock queue): the quitter's
+/// stop condition turns true once the clock reaches the head's deadline. Without the
+/// hand-on at that exit, the stayer sleeps as a follower forever. Whoever takes the head
+/// closes the queue afterwards (standing for the other's timeout), so the model ends in
+/// every other order.
+#[test]
+fn loom_a_leader_that_gives_up_hands_the_head_on() {
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 10, 1);
+        let quitter = {
+            let (q, clock) = (q.clone(), clock.clone());
+            thread::spawn(move || {
+                let taken = q.lock().take(None, |_| clock.ticks() >= 10 * MS);
+                match taken {
+                    Take::Item(e, _) => {
+                        q.close();
+                        Some(e.value)
+                    }
+                    _ => None,
+                }
+            })
+        };
+        let stayer = {
+            let q = q.clone();
+            thread::spawn(move || {
+                let taken = q.lock().take(None, |st| st.closed);
+                match taken {
+                    Take::Item(e, _) => {
+                        q.close();
+                        Some(e.value)
+                    }
+                    _ => None,
+                }
+            })
+        };
+        clock.advance(Duration::from_millis(10));
+        let got = [stayer.join().unwrap(), quitter.join().unwrap()];
+        assert_eq!(got.iter().flatten().collect::<Vec<_>>(), [&1], "taken once");
+    });
+}
+
 /// `close` against two takers of `take_until_closed` about to wait, one as the leader (a
 /// head not yet due) and one as a follower: both wake and return `None`, whatever the
 /// order. A close that forgets either sleeper deadlocks.
@@ -142,7 +185,7 @@ fn loom_close_vs_waiting_takers() {
 }
 
 /// `close` against a taker of `take_until_closed` waiting on an empty queue, where no
-/// hand-on between takers (I3) could reach it: only the close's own wake-up of the
+/// hand-on between takers (W3) could reach it: only the close's own wake-up of the
 /// followers does.
 #[test]
 fn loom_close_vs_a_taker_of_an_empty_queue() {

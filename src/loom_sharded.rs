@@ -1,7 +1,7 @@
 //! loom models of the sharded queue's protocols (`queue/sharded.rs`): Q1 (a push into one
 //! shard against a taker about to wait on another shard's head, or on an empty queue),
 //! Q3 (FIFO across shards while a taker scans),
-//! the hand-on of Q5, E3's wake-up when two threads empty the last two shards, and Q4's
+//! the hand-on of Q5 (after a take, and after a leader gives up), E3's wake-up when two threads empty the last two shards, and Q4's
 //! count of takes against `wait_idle`.
 //!
 //! Every queue runs on a `ManualClock`: a leader waits without a timeout, so a lost
@@ -26,6 +26,7 @@ fn queue() -> (ManualClock, Arc<Q>) {
         Clock::Manual(clock.clone()),
         2,
         SpinPolicy::Adaptive,
+        Duration::ZERO,
         || (),
     ));
     let listener: Weak<dyn AdvanceListener> = Arc::downgrade(&q) as Weak<dyn AdvanceListener>;
@@ -149,6 +150,50 @@ fn loom_fifo_across_shards_while_a_taker_scans() {
         offer(&q, 1, 0, 2);
         assert_eq!(taker.join().unwrap(), 1, "FIFO among equal deadlines");
         assert_eq!(q.len(), 1);
+    });
+}
+
+/// Q5/W3 (`waiters.rs`): a leader that gives up, with the head still queued, hands the
+/// lead on. loom has no clock, so the give-up is explicit: the quitter's stop condition
+/// turns true once the clock reaches the head's deadline, as a keep-alive that ends when
+/// the head falls due. If the quitter leads, the advance wakes only it, it gives up, and
+/// only its hand-on can wake the stayer, asleep as a follower: without it the join of the
+/// stayer deadlocks. Whoever takes the head wakes every taker afterwards (standing for
+/// the other's timeout or stop), so the model ends in every other order.
+#[test]
+fn loom_a_leader_that_gives_up_hands_the_head_on() {
+    use crate::sync::{AtomicBool, Ordering};
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 0, 10, 1);
+        let quitter_got = Arc::new(AtomicBool::new(false));
+        let quitter = {
+            let (q, clock, got) = (q.clone(), clock.clone(), quitter_got.clone());
+            thread::spawn(move || match q.take(None, |_| clock.ticks() >= 10 * MS) {
+                Take::Item(e, _) => {
+                    q.finished();
+                    got.store(true, Ordering::SeqCst);
+                    q.wake_all();
+                    Some(e.value.0)
+                }
+                _ => None,
+            })
+        };
+        let stayer = {
+            let (q, got) = (q.clone(), quitter_got.clone());
+            thread::spawn(move || match q.take(None, |_| got.load(Ordering::SeqCst)) {
+                Take::Item(e, _) => {
+                    q.finished();
+                    q.wake_all();
+                    Some(e.value.0)
+                }
+                _ => None,
+            })
+        };
+        clock.advance(Duration::from_millis(10));
+        let got = [stayer.join().unwrap(), quitter.join().unwrap()];
+        assert_eq!(got.iter().flatten().collect::<Vec<_>>(), [&1], "taken once");
+        assert_eq!(q.len(), 0);
     });
 }
 

@@ -380,3 +380,54 @@ fn with_a_core_size_of_zero_the_idle_thread_is_surplus_and_exits() {
     assert_eq!(pool.submit(|| 2).unwrap().get().unwrap(), 2);
     finish(&pool);
 }
+
+/// W3 of `queue/waiters.rs` on the real clock (what loom, without timeouts, cannot see):
+/// two core workers on a keep-alive, whose keep-alives end at different times. The task
+/// is due after the first worker's keep-alive ends and before the second's. Without the
+/// hand-on, the first worker led the task, gave up at its keep-alive and left the second
+/// asleep until its own keep-alive ended: the task ran `STAGGER - GAP` late (≈ 180 ms
+/// here). With W4 the first worker does not lead at all, and with W3 its exit wakes the
+/// second, which leads and runs the task on time. The bound is a third of that lateness,
+/// generous for a loaded machine, never a speed target.
+#[test]
+fn a_worker_whose_keep_alive_ends_before_the_head_is_due_hands_the_head_on() {
+    use std::time::Instant;
+    const KEEP_ALIVE: Duration = Duration::from_millis(600);
+    const STAGGER: Duration = Duration::from_millis(400); // the second worker's refresh
+    const DELAY: Duration = Duration::from_millis(400);
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(2)
+        .allow_core_thread_timeout(true)
+        .keep_alive(KEEP_ALIVE)
+        .build();
+    let started = Instant::now();
+    assert_eq!(pool.prestart_all_core_threads(), 2); // both wait until ≈ KEEP_ALIVE
+    thread::sleep(STAGGER);
+    // One worker runs this and starts a new keep-alive, ending ≈ STAGGER + KEEP_ALIVE.
+    pool.submit(|| ()).unwrap().get().unwrap();
+    thread::sleep(Duration::from_millis(20));
+    let due = Instant::now() + DELAY;
+    if due >= started + STAGGER + KEEP_ALIVE || due <= started + KEEP_ALIVE {
+        // The machine stalled so long that the staging did not happen as planned: the
+        // scenario this test is about was not set up, and nothing can be concluded.
+        eprintln!(
+            "skipped: the staging ran {:?} late",
+            Instant::now() - started
+        );
+        pool.close();
+        return;
+    }
+    let ran = pool
+        .schedule(DELAY, Instant::now)
+        .unwrap()
+        .get()
+        .expect("the task ran");
+    assert!(ran >= due, "never before its deadline");
+    let late = ran - due;
+    let stranded = started + STAGGER + KEEP_ALIVE - due; // what the bug cost
+    assert!(
+        late < stranded / 3,
+        "late by {late:?}: the head was stranded until a keep-alive ended (≈ {stranded:?})"
+    );
+    pool.close();
+}

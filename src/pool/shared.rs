@@ -93,6 +93,7 @@ impl Shared {
                 clock.clone(),
                 shard_count(),
                 config.spin_policy,
+                config.timer_precision,
                 Tally::default,
             ),
             core_pool_size: AtomicUsize::new(config.core_pool_size),

@@ -74,7 +74,7 @@ fn advance_wakes_the_leader() {
     offer(&q, 3_600_000 * MS, 42);
     let q2 = q.clone();
     let taker = std::thread::spawn(move || take(&q2));
-    wait_for(|| q.lock().leader);
+    wait_for(|| q.lock().waiters.leader());
     c.advance(Duration::from_secs(3600));
     assert_eq!(taker.join().unwrap(), 42);
 }
@@ -89,7 +89,7 @@ fn an_earlier_offer_wakes_the_leader_and_every_taker_gets_one() {
             std::thread::spawn(move || take(&q))
         })
         .collect();
-    wait_for(|| q.lock().leader);
+    wait_for(|| q.lock().waiters.leader());
     offer(&q, 10 * MS, 2); // new head: the leader re-arms for it
     offer(&q, 50 * MS, 3);
     c.advance(Duration::from_millis(100));

@@ -5,24 +5,16 @@
 //! lane of `lane.rs`); the sharded queue has one per shard.
 //!
 //! # Design
-//! One `Mutex<State>` guards the store, the leader flag and the sequence counter.
-//! Waiting is leader/follower, as in Java's `DelayedWorkQueue` and `DelayQueue`: at most
-//! one thread, the leader, sleeps until the head's deadline; the others sleep without a
-//! timeout. Unlike Java, the two kinds of sleeper wait on two condition variables:
+//! One `Mutex<State>` guards the store, the waiting takers' state and the sequence
+//! counter. Waiting is leader/follower, as in Java's `DelayedWorkQueue` and `DelayQueue`:
+//! the protocol (W1–W4: one leader on its own condition variable, a new head reaching a
+//! waiter, the hand-on at every exit of a take, Java's lead rule) is `waiters.rs`'s, shared
+//! with the executor's sharded queue; this file's `take` loop looks at the head under the
+//! lock and calls it for each wait. How the leader sleeps or spins on the real clock is
+//! `park.rs`'s plan.
 //!
-//! - `leader_cv`: only the leader waits here. An offer that becomes the new head, a removal
-//!   of the head and a [`ManualClock`](crate::ManualClock) advance signal it, so the wake-up
-//!   always reaches the one thread that must re-arm its timer. (Java signals one waiter of a
-//!   shared condition; a follower may receive it, which is harmless only because the leader
-//!   also wakes on its timeout. With virtual time the leader has no timeout.)
-//! - `followers`: everyone else. A new head with no leader wakes one follower, which
-//!   becomes the leader. A thread that leaves `take` with entries left and no leader wakes
-//!   one follower to take its place.
+//! No offer ever wakes more than one thread; only `close` wakes all.
 //!
-//! No offer ever wakes more than one thread; only shutdown and resizing wake all.
-//!
-//! On the real clock the waiting policy (when to sleep, when to spin, the spin budget)
-//! is `park.rs`'s; this file does what it says, with the lock released while spinning.
 //! The heap (`heap.rs`) is private to this module: owners see entries, handles and
 //! [`Position`]s, never heap indices.
 //!
@@ -36,20 +28,19 @@
 //!
 //! # Invariants
 //! - I1: heap invariants H1–H3 (`heap.rs`) hold whenever the lock is free.
-//! - I2: `leader` is true only while one thread is between deciding to lead and leaving its
-//!   timed wait on `leader_cv` (or its spin just before the deadline); that thread clears
-//!   it itself before anything else.
-//! - I3: a thread that leaves `take` with the heap non-empty and no leader signals one
-//!   follower, so a due head always has a taker.
-//! - I4: no user code (task bodies, element destructors, tracing subscribers) runs under
-//!   the lock: callers get removed entries back and drop them after unlocking.
+//! - I2: W1–W4 of `waiters.rs` hold under this queue's lock: one leader, who clears its
+//!   lead itself; every exit of a take hands the lead on when a head is left (W3).
+//! - I4: no crate-owned element code runs under the lock (task bodies, element
+//!   destructors, tracing subscribers): callers get removed entries back and drop them
+//!   after unlocking. The exceptions are the user's own ordering and inspection code,
+//!   which the API runs on the queue as it is: `PriorityBlockingQueue`'s `Ord`, and the
+//!   closures of both queues' `peek_with`.
 //! - I5: whoever makes a new head (offer, re-key) or removes a head that is not yet due
-//!   (remove by handle, `extract_if`, `clear`) signals the leader if there is one, else one
-//!   follower. Taking a *due* head (`poll`, `drain_due`, `pop`, a take) needs no signal:
-//!   the leader waiting for it is already awake or about to be (its timed wait ends at the
+//!   (remove by handle, `clear`) signals the leader if there is one, else one follower
+//!   (W2). Taking a *due* head (`poll`, `drain_due`, `pop`, a take) needs no signal: the
+//!   leader waiting for it is already awake or about to be (its timed wait ends at the
 //!   deadline, and on virtual time the advance that made it due signalled it), and it
-//!   re-checks the heap under the lock. `drain_due` at `shutdown_now` is followed by
-//!   `wake_all`.
+//!   re-checks the heap under the lock.
 //! - I6: a [`Position`] (an entry's place in its store, kept in the entry's owner so
 //!   that removal needs no search) and a [`LockedCell`] are read and written only by the
 //!   [`Store`] they belong to, through the lock guard of its owner (a shard's guard in
@@ -65,9 +56,9 @@
 //!   leave in exactly the order a heap alone would give (`store.rs`).
 //!
 //! # Ordering
-//! The heap, the leader flag, the sequence counter and the waiting policy's state are
-//! under the mutex. Outside it: `head_changes` (`Relaxed`, a hint for spinners, see
-//! `park.rs`) and the cells of [`Position`] and [`LockedCell`] (`Relaxed` atomics so that
+//! The heap, the waiters' state, the sequence counter and the waiting policy's state are
+//! under the mutex. Outside it: the waiters' `head_changes` (`Relaxed`, a hint for
+//! spinners, see `waiters.rs`) and the cells of [`Position`] and [`LockedCell`] (`Relaxed` atomics so that
 //! they can live in shared task headers; the mutex orders every access, I6).
 
 mod heap;
@@ -75,17 +66,18 @@ mod lane;
 mod park;
 pub(crate) mod sharded;
 mod store;
+mod waiters;
 
 use crate::sync::Ordering;
 use std::fmt;
 use std::time::Instant;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
-use crate::sync::{thread, unlocked, Arc, AtomicU64, Condvar, Mutex, MutexGuard, StatCounter};
+use crate::sync::{thread, unlocked, Arc, AtomicU64, Condvar, Mutex, MutexGuard};
 use heap::Handle as HeapHandle;
-use park::{Lead, Park};
 use std::task::{Context, Poll, Waker};
 use store::Store;
+use waiters::{wait, HandOn, Leaving, Signals, Taker, Waiters};
 
 pub use park::SpinPolicy;
 
@@ -217,10 +209,8 @@ impl<V> Timed for TimedEntry<V> {
 pub(crate) struct State<E> {
     /// Pending entries: the heap and the ready lane (`store.rs`, I1, I7).
     store: Store<E>,
-    /// A thread is the leader (I2).
-    leader: bool,
-    /// The real-clock waiting policy's state (`park.rs`).
-    park: Park,
+    /// The waiting takers (I2, `waiters.rs`).
+    waiters: Waiters,
     /// Next FIFO sequence number.
     seq: u64,
     /// The owner closed the queue ([`BlockingQueue::close`]): closable takes stop waiting.
@@ -278,16 +268,10 @@ pub(crate) enum Take<E> {
 /// The blocking queue: a heap under one lock with leader/follower waiting.
 pub(crate) struct BlockingQueue<E> {
     state: Mutex<State<E>>,
-    /// The leader's timed wait (I2, I5).
-    leader_cv: Condvar,
-    /// Everyone else's untimed wait (I3, I5).
-    followers: Condvar,
+    /// The takers' condition variables (I2, I5, `waiters.rs`).
+    signals: Signals,
     /// The async takes' timer thread waits here (I8).
     timer_cv: Condvar,
-    /// Bumped with every head change (I5), so a spinning taker notices without the lock.
-    /// A hint only: a spinner re-checks everything under the lock. `Relaxed` (and `std`'s
-    /// atomic in every build) because nothing is published through it.
-    head_changes: StatCounter,
     clock: Clock,
 }
 
@@ -296,17 +280,14 @@ impl<E: Timed> BlockingQueue<E> {
         BlockingQueue {
             state: Mutex::new(State {
                 store: Store::with_capacity(capacity),
-                leader: false,
-                park: Park::new(SpinPolicy::Adaptive),
+                waiters: Waiters::new(SpinPolicy::Adaptive, std::time::Duration::ZERO),
                 seq: 0,
                 closed: false,
                 async_waiters: Vec::new(),
                 timer_running: false,
             }),
-            leader_cv: Condvar::new(),
-            followers: Condvar::new(),
+            signals: Signals::new(),
             timer_cv: Condvar::new(),
-            head_changes: StatCounter::new(0),
             clock,
         }
     }
@@ -370,10 +351,8 @@ impl<E: Timed> BlockingQueue<E> {
         }
         state.closed = true;
         // Every sleeper re-checks its stop condition: the leader, the followers, and a
-        // spinner (which watches `head_changes`).
-        self.head_changes.fetch_add(1, Ordering::Relaxed);
-        self.leader_cv.notify_all();
-        self.followers.notify_all();
+        // spinner.
+        self.signals.wake_all();
         self.timer_cv.notify_one(); // I8: async takes return None
         true
     }
@@ -398,12 +377,7 @@ impl<E: Timed> BlockingQueue<E> {
     /// follower takes the lead.
     #[inline]
     fn signal_head_changed(&self, state: &State<E>) {
-        self.head_changes.fetch_add(1, Ordering::Relaxed);
-        if state.leader {
-            self.leader_cv.notify_one();
-        } else if !state.is_empty() {
-            self.followers.notify_one();
-        }
+        self.signals.head_changed(&state.waiters, !state.is_empty());
         if state.timer_running {
             self.timer_cv.notify_one(); // I8: the timer re-reads the head
         }
@@ -615,84 +589,47 @@ impl<E: Timed> Locked<'_, E> {
         timeout: Option<Instant>,
         mut stop: impl FnMut(&State<E>) -> bool,
     ) -> Take<(E, Handle)> {
-        let queue = self.queue;
-        let real = matches!(queue.clock, Clock::Real { .. });
-        let mut expired = false;
-        let mut spun = false;
-        let result = loop {
-            if stop(&self.state) {
-                break Take::Stopped;
+        // I2/W3: every way out of this loop, a panicking `stop` included, hands on.
+        let mut this = Leaving(self);
+        let queue = this.queue;
+        let mut taker = Taker::new(&queue.clock, timeout);
+        loop {
+            if stop(&this.state) {
+                return Take::Stopped;
             }
-            let head = self.state.head_deadline();
+            let head = this.state.head_deadline();
             let now = head.map_or(0, |_| queue.clock.now());
-            if let Some(deadline) = head.filter(|&d| d <= now) {
-                debug_assert!(deadline <= now);
-                let entry = self
+            if head.is_some_and(|d| d <= now) {
+                let entry = this
                     .state
                     .store
                     .pop_keyed()
                     .expect("the head was just seen");
-                break Take::Item(entry, now);
+                return Take::Item(entry, now);
             }
-            if expired {
-                break Take::TimedOut; // only after one last look at the head (Java's poll)
+            if taker.expired() {
+                return Take::TimedOut; // only after one last look at the head (Java's poll)
             }
-            let timed_out = match head {
-                Some(deadline) if !self.state.leader => {
-                    // I2: lead. Sleep until the head is due (virtual time: until an
-                    // advance or the timeout); on the real clock `park.rs` may say spin.
-                    self.state.leader = true;
-                    let fired = if real {
-                        let due = queue.clock.instant_of(deadline);
-                        match self.state.park.plan_lead(due, timeout) {
-                            Lead::Sleep(until) => wait(&queue.leader_cv, &mut self.state, until),
-                            Lead::Spin(until) => {
-                                let spun = unlocked(&mut self.state, || {
-                                    park::spin(&queue.head_changes, until)
-                                });
-                                self.state.park.charge_lead(spun);
-                                timeout.is_some_and(|t| Instant::now() >= t)
-                            }
-                        }
-                    } else {
-                        wait(&queue.leader_cv, &mut self.state, timeout)
-                    };
-                    self.state.leader = false; // I2: cleared before anything else
-                    fired
-                }
-                None if real && !spun => match self.state.park.begin_idle_spin(timeout) {
-                    // One taker of an empty queue spins briefly for a new head before
-                    // parking (`park.rs`). With a head and a leader, the leader's spin
-                    // covers the deadline: park at once.
-                    Some(until) => {
-                        spun = true;
-                        let result =
-                            unlocked(&mut self.state, || park::spin(&queue.head_changes, until));
-                        self.state.park.end_idle_spin(result);
-                        timeout.is_some_and(|t| Instant::now() >= t)
-                    }
-                    None => wait(&queue.followers, &mut self.state, timeout),
-                },
-                _ => wait(&queue.followers, &mut self.state, timeout),
-            };
-            expired = timed_out && timeout.is_some_and(|t| Instant::now() >= t);
-        };
-        // I3: hand leadership on before returning.
-        if !self.state.is_empty() && !self.state.leader {
-            queue.followers.notify_one();
+            // The head cannot change while this lock is held: nothing to re-scan.
+            let seen = head.unwrap_or(Ticks::MAX);
+            taker.wait(
+                &queue.signals,
+                &mut this.state,
+                |st| &mut st.waiters,
+                &queue.clock,
+                head,
+                |_| seen,
+            );
         }
-        result
     }
 }
 
-/// One wait on `cv`, timed if `until` is given; `true` if it timed out.
-fn wait<T>(cv: &Condvar, guard: &mut MutexGuard<'_, T>, until: Option<Instant>) -> bool {
-    match until {
-        Some(until) => cv.wait_until(guard, until),
-        None => {
-            cv.wait(guard);
-            false
-        }
+impl<E: Timed> HandOn for &mut Locked<'_, E> {
+    /// W3 under the queue's one lock, which the guard holds.
+    #[inline]
+    fn hand_on(&mut self) {
+        let has_head = !self.state.is_empty();
+        self.queue.signals.hand_on(&self.state.waiters, has_head);
     }
 }
 

@@ -1,7 +1,8 @@
-//! How a taker waits on the real clock: when to sleep, when to spin, and the spin budget
-//! (tokio keeps the same concern in `multi_thread/park.rs`). The queue (`queue/mod.rs`)
-//! owns the mutex and condition variables and asks this module what to do; virtual time
-//! never gets here (a `ManualClock` leader waits untimed for `advance`).
+//! How a taker waits on the real clock: when to sleep, when to spin, the spin budget and
+//! the timer precision (tokio keeps the same concern in `multi_thread/park.rs`). The
+//! waiting protocol (`waiters.rs`) owns the condition variables and asks this module what
+//! to do; virtual time never gets here (a `ManualClock` leader waits untimed for
+//! `advance`).
 //!
 //! # Design
 //! A futex wake-up on a loaded machine costs tens of microseconds, more than the wait it
@@ -22,6 +23,12 @@
 //! takes what fell due meanwhile in one go (a longer [`Lead::Sleep`]), so a dense schedule costs
 //! neither a spinning core nor a futex round trip per deadline.
 //!
+//! With a timer precision `p` ([`Builder::timer_precision`](crate::Builder::timer_precision)),
+//! the leader wakes at the head's deadline rounded up to a multiple of `p` (of the clock's
+//! ticks), so every deadline in one such slot is served by one wake-up, and it never spins
+//! once `p` reaches `LEADER_SPIN`: the user allowed the lateness a spin would save. A task
+//! is still popped only once its own deadline has passed.
+//!
 //! # Invariants
 //! - P1: at most one idle spinner per queue (`Park::spinning`).
 //! - P2: the time charged per window never exceeds the window's share by more than one
@@ -35,10 +42,13 @@
 use crate::sync::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::clock::{Clock, Ticks};
 use crate::sync::StatCounter;
 
 /// How long before the head's deadline the leader stops sleeping and spins.
 const LEADER_SPIN: Duration = Duration::from_micros(50);
+/// [`LEADER_SPIN`] in ticks: a precision at least this coarse never spins.
+const LEADER_SPIN_TICKS: Ticks = LEADER_SPIN.as_nanos() as Ticks;
 /// How long one taker of an empty queue spins for a new head before it parks.
 const IDLE_SPIN: Duration = Duration::from_micros(20);
 /// The spin budget's window of wall time.
@@ -95,6 +105,8 @@ pub(super) struct Park {
     spent: Duration,
     /// An idle taker is spinning with the lock released (P1).
     spinning: bool,
+    /// The timer precision in ticks (nanoseconds); 0 for none.
+    precision: Ticks,
 }
 
 /// What the leader does next (real clock).
@@ -107,13 +119,25 @@ pub(super) enum Lead {
 }
 
 impl Park {
-    pub(super) fn new(policy: SpinPolicy) -> Self {
+    pub(super) fn new(policy: SpinPolicy, precision: Duration) -> Self {
         Park {
             policy,
             window_start: Instant::now(),
             spent: Duration::ZERO,
             spinning: false,
+            precision: u64::try_from(precision.as_nanos()).unwrap_or(u64::MAX),
         }
+    }
+
+    /// The tick at which a leader wakes for a head due at `head`: the deadline rounded up
+    /// to the precision (module notes); never earlier than the deadline.
+    #[inline]
+    fn wake_tick(&self, head: Ticks) -> Ticks {
+        if self.precision <= 1 {
+            return head;
+        }
+        head.checked_next_multiple_of(self.precision)
+            .unwrap_or(head)
     }
 
     /// Whether a spin may start at `now` (P2).
@@ -130,9 +154,16 @@ impl Park {
         self.spent < SPIN_WINDOW / SPIN_SHARE
     }
 
-    /// The leader's plan for a head due at `due`, with the caller's `timeout`.
-    pub(super) fn plan_lead(&mut self, due: Instant, timeout: Option<Instant>) -> Lead {
-        if self.policy == SpinPolicy::Never {
+    /// The leader's plan for a head due at tick `head` of `clock` (the real clock), with
+    /// the caller's `timeout`.
+    pub(super) fn plan_lead(
+        &mut self,
+        clock: &Clock,
+        head: Ticks,
+        timeout: Option<Instant>,
+    ) -> Lead {
+        let due = clock.instant_of(self.wake_tick(head));
+        if self.policy == SpinPolicy::Never || self.precision >= LEADER_SPIN_TICKS {
             return Lead::Sleep(earliest(Some(due), timeout));
         }
         let spin_from = due.checked_sub(LEADER_SPIN).unwrap_or(due);
@@ -215,31 +246,40 @@ pub(super) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant
 mod tests {
     use super::*;
 
+    /// A head `d` from now on `clock`, and its instant.
+    fn head_in(clock: &Clock, d: Duration) -> (Ticks, Instant) {
+        let head = clock.deadline_after(d);
+        (head, clock.instant_of(head))
+    }
+
     #[test]
     fn never_sleeps_until_the_deadline_and_never_idles_spinning() {
-        let mut p = Park::new(SpinPolicy::Never);
-        let due = Instant::now() + Duration::from_micros(10);
-        assert!(matches!(p.plan_lead(due, None), Lead::Sleep(Some(u)) if u == due));
+        let mut p = Park::new(SpinPolicy::Never, Duration::ZERO);
+        let clock = Clock::real();
+        let (head, due) = head_in(&clock, Duration::from_micros(10));
+        assert!(matches!(p.plan_lead(&clock, head, None), Lead::Sleep(Some(u)) if u == due));
         assert!(p.begin_idle_spin(None).is_none());
     }
 
     #[test]
     fn unbounded_spins_past_the_budget() {
-        let mut p = Park::new(SpinPolicy::Unbounded);
+        let mut p = Park::new(SpinPolicy::Unbounded, Duration::ZERO);
+        let clock = Clock::real();
         p.charge_lead(Spun {
             length: SPIN_WINDOW,
             new_head: false,
         });
-        let due = Instant::now() + Duration::from_micros(10);
-        assert!(matches!(p.plan_lead(due, None), Lead::Spin(u) if u == due));
+        let (head, due) = head_in(&clock, Duration::from_micros(10));
+        assert!(matches!(p.plan_lead(&clock, head, None), Lead::Spin(u) if u == due));
         assert!(p.begin_idle_spin(None).is_some());
     }
 
     #[test]
     fn a_far_deadline_sleeps_until_the_spin_window() {
-        let mut p = Park::new(SpinPolicy::Adaptive);
-        let due = Instant::now() + Duration::from_secs(1);
-        match p.plan_lead(due, None) {
+        let mut p = Park::new(SpinPolicy::Adaptive, Duration::ZERO);
+        let clock = Clock::real();
+        let (head, due) = head_in(&clock, Duration::from_secs(1));
+        match p.plan_lead(&clock, head, None) {
             Lead::Sleep(Some(until)) => assert_eq!(until, due - LEADER_SPIN),
             other => panic!("unexpected {other:?}"),
         }
@@ -247,22 +287,23 @@ mod tests {
 
     #[test]
     fn a_near_deadline_spins_until_the_budget_is_spent() {
-        let mut p = Park::new(SpinPolicy::Adaptive);
-        let due = Instant::now() + Duration::from_micros(10);
-        assert!(matches!(p.plan_lead(due, None), Lead::Spin(u) if u == due));
+        let mut p = Park::new(SpinPolicy::Adaptive, Duration::ZERO);
+        let clock = Clock::real();
+        let (head, due) = head_in(&clock, Duration::from_micros(10));
+        assert!(matches!(p.plan_lead(&clock, head, None), Lead::Spin(u) if u == due));
         p.charge_lead(Spun {
             length: SPIN_WINDOW,
             new_head: false,
         });
         assert!(
-            matches!(p.plan_lead(due, None), Lead::Sleep(Some(u)) if u >= due),
+            matches!(p.plan_lead(&clock, head, None), Lead::Sleep(Some(u)) if u >= due),
             "past the budget the leader sleeps, never waking before the deadline"
         );
     }
 
     #[test]
     fn one_idle_spinner_at_a_time_and_a_new_head_is_not_charged() {
-        let mut p = Park::new(SpinPolicy::Adaptive);
+        let mut p = Park::new(SpinPolicy::Adaptive, Duration::ZERO);
         assert!(p.begin_idle_spin(None).is_some());
         assert!(p.begin_idle_spin(None).is_none(), "P1");
         p.end_idle_spin(Spun {
@@ -275,6 +316,35 @@ mod tests {
             new_head: false,
         });
         assert!(p.begin_idle_spin(None).is_none(), "charged: budget spent");
+    }
+
+    #[test]
+    fn a_precision_rounds_the_wake_up_up_to_its_slot_and_never_spins() {
+        let ms = Duration::from_millis(1);
+        let mut p = Park::new(SpinPolicy::Unbounded, ms);
+        let clock = Clock::real();
+        let head = clock.deadline_after(Duration::from_micros(10));
+        let slot = head.next_multiple_of(1_000_000);
+        match p.plan_lead(&clock, head, None) {
+            Lead::Sleep(Some(u)) => assert_eq!(u, clock.instant_of(slot), "the slot's end"),
+            other => panic!("a 1 ms precision sleeps, never spins: {other:?}"),
+        }
+        // Two deadlines in one slot wake at one instant; a deadline on the grid wakes at it.
+        assert_eq!(p.wake_tick(slot - 999_999), slot);
+        assert_eq!(p.wake_tick(slot), slot);
+        assert_eq!(p.wake_tick(slot + 1), slot + 1_000_000);
+        assert_eq!(
+            p.wake_tick(u64::MAX - 1),
+            u64::MAX - 1,
+            "no overflow: never earlier"
+        );
+        // Below LEADER_SPIN the leader still spins, until its slot's end.
+        let mut fine = Park::new(SpinPolicy::Unbounded, Duration::from_micros(1));
+        let head = clock.deadline_after(Duration::from_micros(10));
+        let slot = head.next_multiple_of(1_000);
+        assert!(
+            matches!(fine.plan_lead(&clock, head, None), Lead::Spin(u) if u == clock.instant_of(slot))
+        );
     }
 
     #[test]

@@ -21,14 +21,15 @@
 //!   the deadline was computed from), or one more than the shard's last number if that is
 //!   larger; on a `ManualClock`, whose time stands still, they come from one shared
 //!   counter. A shared counter cost half of W4's throughput (`docs/BENCHMARKS.md`).
-//! - Waiting is leader/follower as in `queue/mod.rs`, on the coordinator: the leader
-//!   sleeps until the earliest head, the followers without a timeout. The coordinator
+//! - Waiting is leader/follower with the protocol of `waiters.rs` (W1–W4), on the
+//!   coordinator: the leader sleeps until the earliest head, the followers without a
+//!   timeout (or until their own), and every exit of a take hands on (W3). The coordinator
 //!   publishes in `wake_at` the deadline before which a new head needs a wake-up: the
 //!   leader's deadline, `u64::MAX` when followers wait with no leader, 0 when nobody
 //!   waits. A producer whose push makes an earlier shard head reads `wake_at` and takes
 //!   the coordinator's lock only if it must wake someone (Q1). In the common case (a
 //!   timeout scheduled behind the head, or a busy pool) a submission and a cancel touch
-//!   one shard lock and no shared line but the global sequence counter.
+//!   one shard lock and no shared line (on a `ManualClock`, also the sequence counter).
 //! - Rare operations that need the whole queue (`len`, shutdown's passes, `purge`,
 //!   `stats`, a worker's exit, `wait_idle`) lock every shard in index order
 //!   ([`AllShards`]).
@@ -61,9 +62,11 @@
 //! - Q4: `active` counts takes not yet `finished`; a take increments it in the critical
 //!   section that pops, so a thread holding every shard lock sees each due entry either
 //!   queued or counted (`wait_idle`).
-//! - Q5: I2–I3 of `queue/mod.rs` hold on the coordinator: at most one leader, who clears
-//!   `leader` itself, and a taker leaving with a head left and followers but no leader
-//!   wakes one of them.
+//! - Q5: W1–W4 of `waiters.rs` hold on the coordinator: at most one leader, who clears
+//!   its lead itself, and every exit of a take (an element, a timeout, a stop condition)
+//!   goes through a [`Leaving`] guard that, with a head left, followers waiting and no
+//!   leader, wakes one of them. The guard drops after the coordinator is released, and
+//!   reads `wake_at == EMPTY` ("followers, no leader") as its hint before it locks.
 //!
 //! # Ordering
 //! Shard contents are under their mutexes; `Shard::head` is stored `Release` by the lock
@@ -82,11 +85,12 @@ use std::time::Instant;
 use crossbeam_utils::CachePadded;
 
 use super::heap::InEntry;
-use super::park::{self, Lead, Park};
 use super::store::Store;
-use super::{wait, LockedCell, Position, SpinPolicy, Take, Timed, Tracked};
+use super::waiters::{HandOn, Leaving, Signals, Taker, Waiters};
+use super::{LockedCell, Position, SpinPolicy, Take, Timed, Tracked};
 use crate::clock::{AdvanceListener, Clock, Ticks};
-use crate::sync::{unlocked, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, StatCounter};
+use crate::sync::{AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// `Shard::head` of an empty shard. A head due at `clock::NEVER` (the same value: a
 /// periodic task whose next run saturated) is published as [`NEVER_DUE`] instead, so a
@@ -118,26 +122,13 @@ pub(crate) struct ShardState<E: Tracked, X> {
     pub(crate) ext: X,
 }
 
-/// The waiting takers' state, under the coordinator mutex.
-struct Coord {
-    /// A taker is the leader (Q5).
-    leader: bool,
-    /// The leader's deadline, while there is one.
-    lead_until: Ticks,
-    /// Takers waiting (or idle-spinning) as followers.
-    followers: usize,
-    /// The real-clock waiting policy (`park.rs`).
-    park: Park,
-}
-
 /// The sharded queue (module notes).
 pub(crate) struct ShardedQueue<E: Tracked, X> {
     shards: Box<[CachePadded<Shard<E, X>>]>,
-    coord: Mutex<Coord>,
-    /// The leader's timed wait.
-    leader_cv: Condvar,
-    /// The followers' untimed wait.
-    followers_cv: Condvar,
+    /// The coordinator: the waiting takers' state (Q5, `waiters.rs`).
+    coord: Mutex<Waiters>,
+    /// The takers' condition variables, on the coordinator mutex.
+    signals: Signals,
     /// `wait_idle`'s wait, on the coordinator mutex.
     idle_cv: Condvar,
     /// The deadline before which a new head must wake a taker (Q1).
@@ -148,8 +139,6 @@ pub(crate) struct ShardedQueue<E: Tracked, X> {
     active: AtomicUsize,
     /// Threads in `wait_idle`.
     idle_waiters: AtomicUsize,
-    /// Bumped with every wake-up sent, so a spinning taker notices without the lock.
-    head_changes: StatCounter,
     clock: Clock,
 }
 
@@ -176,11 +165,13 @@ fn local_number() -> usize {
 
 impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     /// A queue of `shards` shards (rounded up to a power of two, at most [`MAX_SHARDS`]),
-    /// each with its own `ext`.
+    /// each with its own `ext`; its leader waits with `spin` and wakes at deadlines rounded
+    /// up to `precision` (`park.rs`).
     pub(crate) fn new(
         clock: Clock,
         shards: usize,
         spin: SpinPolicy,
+        precision: Duration,
         mut ext: impl FnMut() -> X,
     ) -> Self {
         let n = shards.clamp(1, MAX_SHARDS).next_power_of_two();
@@ -197,20 +188,13 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
                     })
                 })
                 .collect(),
-            coord: Mutex::new(Coord {
-                leader: false,
-                lead_until: EMPTY,
-                followers: 0,
-                park: Park::new(spin),
-            }),
-            leader_cv: Condvar::new(),
-            followers_cv: Condvar::new(),
+            coord: Mutex::new(Waiters::new(spin, precision)),
+            signals: Signals::new(),
             idle_cv: Condvar::new(),
             wake_at: CachePadded::new(AtomicU64::new(0)),
             seq: CachePadded::new(AtomicU64::new(0)),
             active: AtomicUsize::new(0),
             idle_waiters: AtomicUsize::new(0),
-            head_changes: StatCounter::new(0),
             clock,
         }
     }
@@ -293,35 +277,26 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         self.is_empty_hint()
     }
 
-    /// Wakes one waiter after a new earliest head (Q1): the leader, or a follower.
+    /// Wakes one waiter after a new earliest head (Q1, W2): the leader, or a follower.
     #[cold]
     fn signal(&self) {
-        self.head_changes.fetch_add(1, Ordering::Relaxed);
         let c = self.coord.lock();
-        if c.leader {
-            self.leader_cv.notify_one();
-        } else if c.followers > 0 {
-            self.followers_cv.notify_one();
-        }
+        self.signals.head_changed(&c, true);
     }
 
     /// Wakes every waiting taker; each re-checks its condition.
     pub(crate) fn wake_all(&self) {
-        self.head_changes.fetch_add(1, Ordering::Relaxed);
         let _c = self.coord.lock(); // a taker between its check and its wait holds it
-        self.leader_cv.notify_all();
-        self.followers_cv.notify_all();
+        self.signals.wake_all();
     }
 
-    /// Publishes `wake_at` for the coordinator's state `c` (Q1). AcqRel: Q1's RMW.
+    /// Publishes `wake_at` for the coordinator's state `w` (Q1). AcqRel: Q1's RMW.
     #[inline]
-    fn publish_wake(&self, c: &Coord) {
-        let at = if c.leader {
-            c.lead_until
-        } else if c.followers > 0 {
-            EMPTY
-        } else {
-            0
+    fn publish_wake(&self, w: &Waiters) {
+        let at = match w.lead_until() {
+            Some(until) => until,
+            None if w.followers() > 0 => EMPTY,
+            None => 0,
         };
         self.wake_at.swap(at, Ordering::AcqRel);
     }
@@ -409,15 +384,16 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         timeout: Option<Instant>,
         mut stop: impl FnMut(bool) -> bool,
     ) -> Take<E> {
-        let real = matches!(self.clock, Clock::Real { .. });
-        let mut expired = false;
-        let mut spun = false;
+        // Q5/W3: every way out of this loop hands on. Declared first, so it drops after the
+        // coordinator guard of the iteration that returns (lock order: no coordinator
+        // held while it locks one).
+        let _leaving = Leaving(self);
+        let mut taker = Taker::new(&self.clock, timeout);
         loop {
             if stop(self.is_empty_hint()) {
                 return Take::Stopped;
             }
             if let Some((entry, now)) = self.pop_due() {
-                self.hand_on();
                 return Take::Item(entry, now);
             }
             let mut c = self.coord.lock();
@@ -428,72 +404,22 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             if head != EMPTY && head <= self.clock.now() {
                 continue; // due: pop it without the coordinator
             }
-            if expired {
+            if taker.expired() {
                 return Take::TimedOut; // only after one last look at the heads (Java's poll)
             }
-            let timed_out = if head != EMPTY && !c.leader {
-                // Q5: lead. Publish the deadline, then re-scan (Q1).
-                c.leader = true;
-                c.lead_until = head;
-                self.publish_wake(&c);
-                let fired = if self.scan().0 < head {
-                    false // an earlier head arrived meanwhile: re-decide
-                } else if real {
-                    let due = self.clock.instant_of(head);
-                    match c.park.plan_lead(due, timeout) {
-                        Lead::Sleep(until) => wait(&self.leader_cv, &mut c, until),
-                        Lead::Spin(until) => {
-                            let spun = unlocked(&mut c, || park::spin(&self.head_changes, until));
-                            c.park.charge_lead(spun);
-                            timeout.is_some_and(|t| Instant::now() >= t)
-                        }
-                    }
-                } else {
-                    wait(&self.leader_cv, &mut c, timeout)
-                };
-                c.leader = false; // Q5: cleared by the leader itself
-                c.lead_until = EMPTY;
-                self.publish_wake(&c);
-                fired
-            } else {
-                c.followers += 1;
-                self.publish_wake(&c);
-                let fired = if !c.leader && self.scan().0 != EMPTY {
-                    false // a head arrived meanwhile (Q1): lead it
-                } else if real && !spun && head == EMPTY {
-                    match c.park.begin_idle_spin(timeout) {
-                        // One taker of an empty queue spins briefly for a new head before
-                        // parking (`park.rs`).
-                        Some(until) => {
-                            spun = true;
-                            let result = unlocked(&mut c, || park::spin(&self.head_changes, until));
-                            c.park.end_idle_spin(result);
-                            timeout.is_some_and(|t| Instant::now() >= t)
-                        }
-                        None => wait(&self.followers_cv, &mut c, timeout),
-                    }
-                } else {
-                    wait(&self.followers_cv, &mut c, timeout)
-                };
-                c.followers -= 1;
-                self.publish_wake(&c);
-                fired
-            };
-            drop(c);
-            expired = timed_out && timeout.is_some_and(|t| Instant::now() >= t);
-        }
-    }
-
-    /// Q5: after a take, with heads left, followers waiting and no leader, one follower
-    /// must take the lead. `wake_at == EMPTY` says exactly "followers, no leader".
-    #[inline]
-    fn hand_on(&self) {
-        // Acquire: a hint; the wake-up is decided under the coordinator.
-        if self.wake_at.load(Ordering::Acquire) == EMPTY && !self.is_empty_hint() {
-            let c = self.coord.lock();
-            if !c.leader && c.followers > 0 {
-                self.followers_cv.notify_one();
-            }
+            // Q1: each change to the waiters is published in `wake_at`, and before it
+            // sleeps the taker re-scans the heads.
+            taker.wait(
+                &self.signals,
+                &mut c,
+                |w| w,
+                &self.clock,
+                (head != EMPTY).then_some(head),
+                |w| {
+                    self.publish_wake(w);
+                    self.scan().0
+                },
+            );
         }
     }
 
@@ -554,17 +480,26 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     }
 }
 
+impl<E: Timed + Tracked, X> HandOn for &ShardedQueue<E, X> {
+    /// Q5/W3: with heads left, followers waiting and no leader, one follower must take the
+    /// lead. `wake_at == EMPTY` says exactly "followers, no leader" (a hint; the wake-up is
+    /// decided under the coordinator). Called with no lock held.
+    #[inline]
+    fn hand_on(&mut self) {
+        // Acquire: a hint (Q1's publish is the RMW under the coordinator).
+        if self.wake_at.load(Ordering::Acquire) == EMPTY && !self.is_empty_hint() {
+            let c = self.coord.lock();
+            self.signals.hand_on(&c, !self.is_empty_hint());
+        }
+    }
+}
+
 impl<E: Timed + Tracked + Send, X: Send> AdvanceListener for ShardedQueue<E, X> {
     /// C3 (`clock.rs`): the time moved; the leader re-reads it, or with no leader one
     /// follower takes the lead of a head that may now be due.
     fn on_advance(&self) {
-        self.head_changes.fetch_add(1, Ordering::Relaxed);
         let c = self.coord.lock();
-        if c.leader {
-            self.leader_cv.notify_one();
-        } else if c.followers > 0 && !self.is_empty_hint() {
-            self.followers_cv.notify_one();
-        }
+        self.signals.head_changed(&c, !self.is_empty_hint());
         // `wait_idle` re-checks for due entries too.
         drop(c);
         self.notify_idle();

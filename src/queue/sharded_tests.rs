@@ -16,6 +16,7 @@ fn manual(shards: usize) -> (ManualClock, Arc<Q>) {
         Clock::Manual(c.clone()),
         shards,
         SpinPolicy::Adaptive,
+        Duration::ZERO,
         || (),
     ));
     let weak = Arc::downgrade(&q);
@@ -69,7 +70,7 @@ fn a_push_into_another_shard_wakes_the_leader() {
     offer(&q, 0, 100 * MS, 1);
     let q2 = q.clone();
     let taker = std::thread::spawn(move || take(&q2));
-    wait_for(|| q.coord.lock().leader);
+    wait_for(|| q.coord.lock().leader());
     offer(&q, 1, 10 * MS, 2); // an earlier head in the other shard: the leader re-arms
     c.advance(Duration::from_millis(10));
     assert_eq!(taker.join().unwrap(), 2);
@@ -80,7 +81,7 @@ fn a_push_into_an_empty_queue_wakes_a_follower() {
     let (_c, q) = manual(2);
     let q2 = q.clone();
     let taker = std::thread::spawn(move || take(&q2));
-    wait_for(|| q.coord.lock().followers == 1);
+    wait_for(|| q.coord.lock().followers() == 1);
     offer(&q, 1, 0, 7);
     assert_eq!(taker.join().unwrap(), 7);
 }
@@ -131,7 +132,13 @@ fn timed_take_times_out_and_stop_stops() {
 
 #[test]
 fn real_clock_leader_wakes_at_the_deadline() {
-    let q = Q::new(Clock::real(), 2, SpinPolicy::Adaptive, || ());
+    let q = Q::new(
+        Clock::real(),
+        2,
+        SpinPolicy::Adaptive,
+        Duration::ZERO,
+        || (),
+    );
     let at = q.clock().deadline_after(Duration::from_millis(15));
     offer(&q, 1, at, 9);
     assert_eq!(take(&q), 9);

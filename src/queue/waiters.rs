@@ -1,0 +1,315 @@
+//! The leader/follower waiting protocol, once for both queues: the blocking queue of the
+//! public queues (`queue/mod.rs`) and the executor's sharded queue (`sharded.rs`). Java
+//! keeps it in `DelayedWorkQueue.take`/`poll`; tokio and rayon keep theirs in one module
+//! too (`park.rs`, `sleep/`).
+//!
+//! # Design
+//! At most one waiting taker, the *leader*, sleeps until the head's deadline; every other
+//! taker, a *follower*, sleeps untimed (or until its own timeout). The two kinds wait on
+//! two condition variables ([`Signals`]), so a new head reaches exactly the thread that
+//! must re-arm its timer (Java signals one waiter of a shared condition, which is harmless
+//! only because its leader also wakes on its timeout; a `ManualClock` leader has none).
+//!
+//! A queue owns the mutex: the waiters' state ([`Waiters`]) lives in the data it guards
+//! (the blocking queue's one lock, the sharded queue's coordinator). A `take` loop looks at
+//! the head under that lock, pops what is due, and otherwise calls [`Taker::wait`] for one
+//! wait; every way out of the loop goes through a [`Leaving`] guard, whose `Drop` hands
+//! leadership on (W3). How the leader sleeps, spins or coarsens its wake-up is `park.rs`'s
+//! plan, which this module carries out with the lock released while spinning.
+//!
+//! # Invariants
+//! - W1 (one leader): `Waiters::leader` is true only while one taker is between deciding
+//!   to lead and leaving its timed wait or spin; that taker sets it and clears it itself,
+//!   under the lock, and nothing else writes it.
+//! - W2 (a new head reaches a waiter): whoever makes a head earlier, removes a head that
+//!   is not yet due or advances a `ManualClock` calls [`Signals::head_changed`] with the
+//!   waiters' state under the lock: the leader is woken, or with no leader one follower,
+//!   which then leads. (The sharded queue decides *whether* to call it from its published
+//!   `wake_at`, Q1 in `sharded.rs`.)
+//! - W3 (hand-on): a taker that leaves `take` by any way — an element, a timeout, a close
+//!   or stop condition, a panic in the caller's stop condition — with a head left, no
+//!   leader and followers waiting wakes one follower ([`Leaving`]'s `Drop`). So a queued
+//!   head always has a taker that will lead it: a leader that gives up its lead (a worker's
+//!   keep-alive ending) never strands the head with sleeping followers (Java: `finally {
+//!   if (leader == null && queue[0] != null) available.signal(); }`).
+//! - W4 (Java's lead rule): on the real clock a taker leads only if its own timeout
+//!   outlasts the head's delay; otherwise it waits as a follower until its timeout and
+//!   hands on when it leaves (W3). So a leader never holds a lead it is about to drop.
+//!   On a `ManualClock` a deadline and a real-time timeout cannot be compared, and a
+//!   taker leads regardless; W3 covers its give-up.
+//!
+//! # Ordering
+//! [`Waiters`] is under its owner's lock. [`Signals::head_changes`] is a `Relaxed` hint for
+//! spinners (`park.rs`): nothing is published through it, and a spinner re-checks
+//! everything under the lock when it stops.
+
+use crate::sync::Ordering;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::time::{Duration, Instant};
+
+use super::park::{self, Lead, Park, SpinPolicy};
+use crate::clock::{Clock, Ticks};
+use crate::sync::{unlocked, Condvar, MutexGuard, StatCounter};
+
+/// "No head" in the deadlines this module compares.
+const NO_HEAD: Ticks = Ticks::MAX;
+
+/// The waiting takers' state, guarded by its owner's lock (module notes).
+#[derive(Debug)]
+pub(super) struct Waiters {
+    /// A taker leads (W1).
+    leader: bool,
+    /// The deadline the leader waits for, while there is one.
+    lead_until: Ticks,
+    /// Takers waiting (or idle-spinning) as followers.
+    followers: usize,
+    /// The real-clock waiting policy (`park.rs`).
+    park: Park,
+}
+
+impl Waiters {
+    pub(super) fn new(spin: SpinPolicy, precision: Duration) -> Self {
+        Waiters {
+            leader: false,
+            lead_until: NO_HEAD,
+            followers: 0,
+            park: Park::new(spin, precision),
+        }
+    }
+
+    /// A taker leads (W1).
+    #[inline]
+    #[cfg(test)]
+    pub(super) fn leader(&self) -> bool {
+        self.leader
+    }
+
+    /// The leader's deadline, if a taker leads.
+    #[inline]
+    pub(super) fn lead_until(&self) -> Option<Ticks> {
+        self.leader.then_some(self.lead_until)
+    }
+
+    /// Takers waiting as followers.
+    #[inline]
+    pub(super) fn followers(&self) -> usize {
+        self.followers
+    }
+}
+
+/// The waiters' condition variables and the spinners' hint, beside the lock.
+pub(super) struct Signals {
+    /// Only the leader waits here (W1, W2).
+    leader_cv: Condvar,
+    /// Every other taker (W2, W3).
+    followers_cv: Condvar,
+    /// Bumped with every wake-up sent, so a spinning taker notices without the lock. A
+    /// hint only (module notes); `std`'s atomic in every build.
+    head_changes: StatCounter,
+}
+
+impl fmt::Debug for Signals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Signals").finish_non_exhaustive()
+    }
+}
+
+impl Signals {
+    pub(super) fn new() -> Self {
+        Signals {
+            leader_cv: Condvar::new(),
+            followers_cv: Condvar::new(),
+            head_changes: StatCounter::new(0),
+        }
+    }
+
+    /// W2: the head changed (or the time moved): the leader re-arms, or with no leader and
+    /// a head (`has_head`) one follower takes the lead. Call under the waiters' lock.
+    #[inline]
+    pub(super) fn head_changed(&self, w: &Waiters, has_head: bool) {
+        // Relaxed: a hint (module notes).
+        self.head_changes.fetch_add(1, Ordering::Relaxed);
+        if w.leader {
+            self.leader_cv.notify_one();
+        } else if has_head && w.followers > 0 {
+            self.followers_cv.notify_one();
+        }
+    }
+
+    /// W3: a taker is leaving; with a head left (`has_head`), no leader and followers
+    /// waiting, one follower takes its place. Call under the waiters' lock.
+    #[inline]
+    pub(super) fn hand_on(&self, w: &Waiters, has_head: bool) {
+        if has_head && !w.leader && w.followers > 0 {
+            self.head_changes.fetch_add(1, Ordering::Relaxed);
+            self.followers_cv.notify_one();
+        }
+    }
+
+    /// Wakes every waiting taker; each re-checks its condition. Call under the waiters'
+    /// lock (a taker between its check and its wait holds it).
+    pub(super) fn wake_all(&self) {
+        self.head_changes.fetch_add(1, Ordering::Relaxed);
+        self.leader_cv.notify_all();
+        self.followers_cv.notify_all();
+    }
+}
+
+/// What leaves a `take`: a queue's way to perform W3 (its lock, its head). Implemented by
+/// the blocking queue's lock guard and by the sharded queue.
+pub(super) trait HandOn {
+    /// W3: if a head is left, nobody leads and followers wait, wake one follower.
+    fn hand_on(&mut self);
+}
+
+/// The guard every way out of a `take` goes through: dropping it performs W3 (a
+/// returned element, a timeout, a stop condition, or a panic that unwinds through the
+/// caller's stop condition). It derefs to what it guards, so the take loop works through
+/// it.
+pub(super) struct Leaving<Q: HandOn>(pub(super) Q);
+
+impl<Q: HandOn> Deref for Leaving<Q> {
+    type Target = Q;
+    #[inline]
+    fn deref(&self) -> &Q {
+        &self.0
+    }
+}
+
+impl<Q: HandOn> DerefMut for Leaving<Q> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Q {
+        &mut self.0
+    }
+}
+
+impl<Q: HandOn> Drop for Leaving<Q> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.hand_on();
+    }
+}
+
+/// One `take`'s waiting state: its timeout and what it did so far.
+#[derive(Debug)]
+pub(super) struct Taker {
+    /// The caller's real-time timeout.
+    timeout: Option<Instant>,
+    /// The queue runs on the real clock (only then does it sleep timed, spin, or apply W4).
+    real: bool,
+    /// This take already spun once for a new head (`park.rs`: one idle spin per take).
+    spun: bool,
+    /// The timeout passed at the end of the last wait.
+    expired: bool,
+}
+
+impl Taker {
+    pub(super) fn new(clock: &Clock, timeout: Option<Instant>) -> Self {
+        Taker {
+            timeout,
+            real: matches!(clock, Clock::Real { .. }),
+            spun: false,
+            expired: false,
+        }
+    }
+
+    /// The timeout passed: the caller takes one last look at the head and returns (Java's
+    /// timed `poll`).
+    #[inline]
+    pub(super) fn expired(&self) -> bool {
+        self.expired
+    }
+
+    /// One wait, with the lock held in `guard` on entry and on return. `head` is the
+    /// earliest deadline as the caller saw it under this lock, not due (or `None`);
+    /// `waiters` finds the waiters' state in the guarded data.
+    ///
+    /// The taker leads if there is a head, nobody leads and (W4) its timeout outlasts the
+    /// head's delay; else it follows. After each change to the waiters' state (joining,
+    /// then leaving) it calls `sync` under the lock; before it sleeps, `sync` returns the
+    /// earliest head now, and if that is earlier than the one it decided on the taker
+    /// returns at once to re-decide (the sharded queue's Q1 re-scan; the blocking queue,
+    /// whose head cannot change under its lock, returns `head`). On return the taker is
+    /// neither leader nor follower again, and [`expired`](Self::expired) says whether its
+    /// timeout passed.
+    pub(super) fn wait<T>(
+        &mut self,
+        signals: &Signals,
+        guard: &mut MutexGuard<'_, T>,
+        waiters: fn(&mut T) -> &mut Waiters,
+        clock: &Clock,
+        head: Option<Ticks>,
+        mut sync: impl FnMut(&Waiters) -> Ticks,
+    ) {
+        let timeout = self.timeout;
+        let lead = match head {
+            Some(h) if !waiters(guard).leader => {
+                // W4: a taker that would give up before the head is due does not lead.
+                !self.real || timeout.is_none_or(|t| t >= clock.instant_of(h))
+            }
+            _ => false,
+        };
+        let timed_out = if let Some(h) = head.filter(|_| lead) {
+            let w = waiters(guard);
+            w.leader = true; // W1
+            w.lead_until = h;
+            let fired = if sync(waiters(guard)) < h {
+                false // an earlier head arrived meanwhile: re-decide
+            } else if self.real {
+                let plan = waiters(guard).park.plan_lead(clock, h, timeout);
+                match plan {
+                    Lead::Sleep(until) => wait(&signals.leader_cv, guard, until),
+                    Lead::Spin(until) => {
+                        let spun = unlocked(guard, || park::spin(&signals.head_changes, until));
+                        waiters(guard).park.charge_lead(spun);
+                        timeout.is_some_and(|t| Instant::now() >= t)
+                    }
+                }
+            } else {
+                wait(&signals.leader_cv, guard, timeout)
+            };
+            let w = waiters(guard);
+            w.leader = false; // W1: cleared by the leader itself
+            w.lead_until = NO_HEAD;
+            sync(w);
+            fired
+        } else {
+            waiters(guard).followers += 1;
+            let now_head = sync(waiters(guard));
+            let fired = if !waiters(guard).leader && now_head < head.unwrap_or(NO_HEAD) {
+                false // a head nobody leads arrived meanwhile: re-decide
+            } else if self.real && !self.spun && head.is_none() {
+                match waiters(guard).park.begin_idle_spin(timeout) {
+                    // One taker of an empty queue spins briefly for a new head before
+                    // parking (`park.rs`). With a head, the leader's plan covers it.
+                    Some(until) => {
+                        self.spun = true;
+                        let spun = unlocked(guard, || park::spin(&signals.head_changes, until));
+                        waiters(guard).park.end_idle_spin(spun);
+                        timeout.is_some_and(|t| Instant::now() >= t)
+                    }
+                    None => wait(&signals.followers_cv, guard, timeout),
+                }
+            } else {
+                wait(&signals.followers_cv, guard, timeout)
+            };
+            let w = waiters(guard);
+            w.followers -= 1;
+            sync(w);
+            fired
+        };
+        self.expired = timed_out && timeout.is_some_and(|t| Instant::now() >= t);
+    }
+}
+
+/// One wait on `cv`, timed if `until` is given; `true` if it timed out.
+pub(super) fn wait<T>(cv: &Condvar, guard: &mut MutexGuard<'_, T>, until: Option<Instant>) -> bool {
+    match until {
+        Some(until) => cv.wait_until(guard, until),
+        None => {
+            cv.wait(guard);
+            false
+        }
+    }
+}
