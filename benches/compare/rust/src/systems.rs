@@ -73,8 +73,21 @@ impl System for Schedpool {
 
     fn start(workers: usize) -> Self {
         // remove_on_cancel is the default (true), as setRemoveOnCancelPolicy(true) in Java.
+        // The settings the precision table varies (`benches/compare/precision.py`):
+        // SCHEDPOOL_PRECISION_US (default 0) and SCHEDPOOL_SPIN (adaptive, never, unbounded).
+        let precision = std::env::var("SCHEDPOOL_PRECISION_US")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map_or(Duration::ZERO, Duration::from_micros);
+        let spin = match std::env::var("SCHEDPOOL_SPIN").as_deref() {
+            Ok("never") => schedpool::SpinPolicy::Never,
+            Ok("unbounded") => schedpool::SpinPolicy::Unbounded,
+            _ => schedpool::SpinPolicy::Adaptive,
+        };
         let pool = schedpool::ScheduledThreadPoolExecutor::builder()
             .core_pool_size(workers)
+            .timer_precision(precision)
+            .spin_policy(spin)
             .build();
         pool.prestart_all_core_threads();
         Schedpool(pool)

@@ -180,8 +180,97 @@ pub fn burst<S: System>(p: &Params) -> Json {
 
 struct Delayed {
     lat: Vec<AtomicI64>,
+    /// Each task's start (ns) and the worker that ran it, for the causes of lateness.
+    start: Vec<AtomicU64>,
+    worker: Vec<AtomicU64>,
     left: AtomicU64,
     done: Latch,
+}
+
+/// A number per thread that runs a task (1, 2, …), assigned on first use.
+fn thread_number() -> u64 {
+    use std::cell::Cell;
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local!(static N: Cell<u64> = const { Cell::new(0) });
+    N.with(|n| {
+        if n.get() == 0 {
+            n.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        n.get()
+    })
+}
+
+/// W2's lateness by cause (`docs/BENCHMARKS.md`, "Where W2's tail comes from"). Each task
+/// is put in one class by what the worker that ran it was doing when the task fell due:
+///
+/// - `burst`: it fell due while the producer was still submitting (both cores shared
+///   with the submission loop);
+/// - `backlog`: its worker started another task after this one's deadline and before this
+///   one, so the task waited behind due work (the take's cost, scan included, times the
+///   queue of due tasks);
+/// - `wake`: its worker had been idle since before the deadline, so the lateness is the
+///   wake-up (a timer that fired late, a futex hand-off, a spin budget spent).
+///
+/// For each class: its share of all tasks, its own p50/p99, and its share of the tail
+/// (the tasks at or above the overall p99). Then the p99 per 100 ms of deadlines.
+fn causes(mut json: Json, deadlines: &[u64], submit_end: u64, t0: u64, st: &Delayed) -> Json {
+    let n = deadlines.len();
+    let lat: Vec<i64> = st.lat.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    let start: Vec<u64> = st.start.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    let worker: Vec<u64> = st.worker.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    // The previous start on the same worker, for every task.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by_key(|&i| (worker[i], start[i]));
+    let mut prev = vec![0u64; n];
+    for w in order.windows(2) {
+        if worker[w[0]] == worker[w[1]] {
+            prev[w[1]] = start[w[0]];
+        }
+    }
+    let class = |i: usize| {
+        if deadlines[i] < submit_end {
+            0 // burst
+        } else if prev[i] >= deadlines[i] {
+            1 // backlog
+        } else {
+            2 // wake
+        }
+    };
+    let mut sorted = lat.clone();
+    sorted.sort_unstable();
+    let p99 = percentile(&sorted, 0.99);
+    let tail = lat.iter().filter(|&&l| l >= p99).count().max(1);
+    for (c, name) in ["burst", "backlog", "wake"].iter().enumerate() {
+        let mut v: Vec<i64> = (0..n).filter(|&i| class(i) == c).map(|i| lat[i]).collect();
+        let in_tail = (0..n).filter(|&i| class(i) == c && lat[i] >= p99).count();
+        json = json
+            .num(&format!("cause_{name}_pct"), 100.0 * v.len() as f64 / n as f64)
+            .num(&format!("cause_{name}_tail_pct"), 100.0 * in_tail as f64 / tail as f64);
+        if !v.is_empty() {
+            v.sort_unstable();
+            json = json
+                .num(&format!("cause_{name}_p50_us"), us(percentile(&v, 0.50)))
+                .num(&format!("cause_{name}_p99_us"), us(percentile(&v, 0.99)));
+        }
+    }
+    // p99 by deadline, in 100 ms slots from the first submission.
+    let slots = 10;
+    let mut by: Vec<Vec<i64>> = vec![Vec::new(); slots];
+    for i in 0..n {
+        let slot = (deadlines[i].saturating_sub(t0) / (100 * MS)) as usize;
+        by[slot.min(slots - 1)].push(lat[i]);
+    }
+    let p99s: Vec<f64> = by
+        .iter_mut()
+        .map(|v| {
+            v.sort_unstable();
+            if v.is_empty() { 0.0 } else { us(percentile(v, 0.99)) }
+        })
+        .collect();
+    json = json
+        .num("submit_ms", (submit_end - t0) as f64 / MS as f64)
+        .nums("late_p99_us_by_100ms", &p99s);
+    json
 }
 
 /// N one-shot tasks with delays uniform in [0, 1 s), submitted back to back; schedule
@@ -193,15 +282,22 @@ pub fn delayed<S: System>(p: &Params) -> Json {
     let s = start::<S>();
     let st = leak(Delayed {
         lat: (0..n).map(|_| AtomicI64::new(i64::MIN)).collect(),
+        start: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        worker: (0..n).map(|_| AtomicU64::new(0)).collect(),
         left: AtomicU64::new(n as u64),
         done: Latch::default(),
     });
+    let mut deadlines = Vec::with_capacity(n);
     let t0 = now_ns();
     for (i, &d) in delays.iter().enumerate() {
         let deadline = now_ns() + d;
+        deadlines.push(deadline);
         drop(s.schedule(Duration::from_nanos(d), move || {
-            let late = now_ns() as i64 - deadline as i64;
+            let started = now_ns();
+            let late = started as i64 - deadline as i64;
             st.lat[i].store(late, Ordering::Relaxed);
+            st.start[i].store(started, Ordering::Relaxed);
+            st.worker[i].store(thread_number(), Ordering::Relaxed);
             if st.left.fetch_sub(1, Ordering::AcqRel) == 1 {
                 st.done.open();
             }
@@ -214,6 +310,7 @@ pub fn delayed<S: System>(p: &Params) -> Json {
         .num("schedule_ns_per_op", ns_per_op(t1 - t0, n));
     if ok {
         json = lateness(json, "late_", &st.lat);
+        json = causes(json, &deadlines, t1, t0, st);
     } else {
         let left = st.left.load(Ordering::Relaxed);
         json = json.str(
