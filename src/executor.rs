@@ -793,9 +793,13 @@ impl WeakExecutor {
     /// shut the pool down). The pool may be shut down already: its methods then say so.
     pub fn upgrade(&self) -> Option<ScheduledThreadPoolExecutor> {
         let shared = self.shared.upgrade()?;
-        shared
-            .handle_revived()
-            .then_some(ScheduledThreadPoolExecutor { shared })
+        // Built only once the count says so: a handle's `Drop` counts it gone (so not
+        // `then_some`, which would build, and drop, one on the way to `None`).
+        if shared.handle_revived() {
+            Some(ScheduledThreadPoolExecutor { shared })
+        } else {
+            None
+        }
     }
 }
 

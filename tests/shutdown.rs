@@ -1364,6 +1364,27 @@ fn a_weak_handle_upgrades_while_a_strong_one_lives_and_not_after() {
     rt.block_on(watch); // the last drop shut it down, and it terminates
 }
 
+/// An `upgrade` that fails must not build a handle: its `Drop` would count one more
+/// handle gone from zero, so every later `upgrade` overflowed (a panic with overflow
+/// checks) or revived a handle to a pool that was shut down. Printing a weak handle
+/// upgrades it, so `{:?}` alone was enough.
+#[test]
+fn a_failed_upgrade_leaves_the_handle_count_alone() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let weak = pool.downgrade();
+    let _keeps_the_core_alive = pool.terminated(); // as a worker mid-run would
+    drop(pool);
+    for _ in 0..3 {
+        assert!(
+            weak.upgrade().is_none(),
+            "never revived after the last drop"
+        );
+        assert!(format!("{weak:?}").contains("alive: false"));
+    }
+    let clone = weak.clone();
+    assert!(clone.upgrade().is_none());
+}
+
 #[test]
 fn a_periodic_task_holding_a_weak_handle_does_not_keep_the_pool_alive() {
     let pool = ScheduledThreadPoolExecutor::new(1);
