@@ -297,6 +297,44 @@ impl<T: Send + 'static> DelayQueue<T> {
         self.expired(entry, handle)
     }
 
+    /// As [`take_entry`](Self::take_entry), but it can be told to stop, as
+    /// [`take_until_closed`](Self::take_until_closed) is: after [`close`](Self::close) (or
+    /// the queue's drop) it returns the entries still due, then `None` at once. The reaper
+    /// of a TTL cache, which needs the key to tell a stale entry from a re-inserted one:
+    ///
+    /// ```
+    /// use schedpool::DelayQueue;
+    /// use std::collections::HashMap;
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    ///
+    /// let q = Arc::new(DelayQueue::new());
+    /// let cache = Arc::new(Mutex::new(HashMap::new()));
+    /// let key = q.offer("alice", Duration::ZERO);
+    /// cache.lock().unwrap().insert("alice", (key, "alice's session"));
+    /// let reaper = {
+    ///     let (q, cache) = (Arc::clone(&q), Arc::clone(&cache));
+    ///     std::thread::spawn(move || {
+    ///         while let Some(expired) = q.take_entry_until_closed() {
+    ///             let mut cache = cache.lock().unwrap();
+    ///             // Only the entry this key was issued for: a re-inserted one has a new key.
+    ///             if cache.get(expired.get_ref()).is_some_and(|(k, _)| *k == expired.key()) {
+    ///                 cache.remove(expired.get_ref());
+    ///             }
+    ///         }
+    ///     })
+    /// };
+    /// while !cache.lock().unwrap().is_empty() {
+    ///     std::thread::yield_now(); // until the reaper took alice out
+    /// }
+    /// q.close(); // the reaper stops
+    /// reaper.join().unwrap();
+    /// ```
+    pub fn take_entry_until_closed(&self) -> Option<Expired<T>> {
+        let (entry, handle) = self.inner.take_until_closed_keyed()?;
+        Some(self.expired(entry, handle))
+    }
+
     /// As [`poll`](Self::poll), with the element's key and deadline.
     pub fn poll_entry(&self) -> Option<Expired<T>> {
         let taken = self.inner.lock().poll_keyed();
@@ -406,6 +444,16 @@ impl<T: Send + 'static> DelayQueue<T> {
     pub fn clear(&self) {
         let removed = self.inner.lock().clear();
         drop(removed);
+    }
+}
+
+/// Dropping the queue closes it ([`close`](DelayQueue::close)): a pending
+/// [`next_expired`](DelayQueue::next_expired) future, which holds the queue's core, then
+/// resolves to `None` once nothing in it is due, instead of waiting for deadlines nobody
+/// can add to or take from any more.
+impl<T> Drop for DelayQueue<T> {
+    fn drop(&mut self) {
+        self.inner.close();
     }
 }
 

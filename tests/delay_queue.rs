@@ -1165,3 +1165,97 @@ fn next_expired_follows_virtual_time_and_ends_with_none_at_close() {
         assert_eq!(q.next_expired().await, Some("b"));
     });
 }
+
+// ---------------------------------------------------------------------------------------
+// take_entry_until_closed, and a dropped queue closes
+// ---------------------------------------------------------------------------------------
+
+/// The reaper's loop: every due entry with its key, then `None` once the queue is closed,
+/// and a reaper blocked on a far deadline wakes at the close.
+#[test]
+fn take_entry_until_closed_hands_out_keys_then_stops_at_close() {
+    let clock = ManualClock::new();
+    let q = Arc::new(DelayQueue::with_clock(clock.clone()));
+    let a = q.offer("a", Duration::from_secs(1));
+    let b = q.offer("b", Duration::from_secs(2));
+    let far = q.offer("far", Duration::from_secs(3600));
+    let (tx, rx) = mpsc::channel();
+    let reaper = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || {
+            while let Some(e) = q.take_entry_until_closed() {
+                tx.send((e.key(), e.into_inner())).unwrap();
+            }
+        })
+    };
+    clock.advance(Duration::from_secs(2));
+    let got: Vec<_> = (0..2).map(|_| rx.recv_timeout(BOUND).unwrap()).collect();
+    assert_eq!(
+        got,
+        [(a, "a"), (b, "b")],
+        "in deadline order, each with its key"
+    );
+    assert!(q.close(), "wakes the reaper blocked on the hour-away head");
+    reaper.join().unwrap();
+    assert!(rx.try_recv().is_err(), "nothing after the close");
+    assert_eq!(q.remove(far), Some("far"), "closing keeps the elements");
+}
+
+#[test]
+fn take_entry_until_closed_returns_what_is_due_before_none() {
+    let q = DelayQueue::new();
+    let k = q.offer(7, Duration::ZERO);
+    q.close();
+    let e = q
+        .take_entry_until_closed()
+        .expect("due, so handed out after the close");
+    assert_eq!((e.key(), e.into_inner()), (k, 7));
+    assert!(q.take_entry_until_closed().is_none());
+}
+
+/// Dropping the queue closes it: a spawned `next_expired` future (which holds the queue's
+/// core) resolves to `None` instead of waiting for an element nobody can take any more,
+/// on an empty queue and on one whose head is an hour away.
+#[test]
+fn dropping_the_queue_resolves_a_pending_next_expired_to_none() {
+    for far_head in [false, true] {
+        let q: DelayQueue<u32> = DelayQueue::new();
+        if far_head {
+            q.offer(1, Duration::from_secs(3600));
+        }
+        let pending = q.next_expired();
+        let (tx, rx) = mpsc::channel();
+        let waiter = thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            tx.send(rt.block_on(pending)).unwrap();
+        });
+        // Either order is right: polled first (then woken by the drop) or after the drop
+        // (then it finds the queue closed). The pause makes the first the usual one.
+        thread::sleep(Duration::from_millis(5));
+        drop(q);
+        assert_eq!(
+            rx.recv_timeout(BOUND).expect("woken by the drop"),
+            None,
+            "far head: {far_head}"
+        );
+        waiter.join().unwrap();
+    }
+}
+
+#[test]
+fn dropping_the_queue_wakes_a_taker_of_the_async_face_spawned_on_tokio() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    let got = rt.block_on(async {
+        let q: DelayQueue<&str> = DelayQueue::new();
+        let task = tokio::spawn(q.next_expired());
+        tokio::task::yield_now().await;
+        drop(q);
+        task.await.unwrap()
+    });
+    assert_eq!(got, None);
+}

@@ -328,11 +328,16 @@ impl<E: Timed> BlockingQueue<E> {
     /// [`close`](Self::close) it returns the entries still due, then `None` without
     /// waiting.
     pub(crate) fn take_until_closed(&self) -> Option<E> {
+        self.take_until_closed_keyed().map(|(entry, _)| entry)
+    }
+
+    /// As [`take_until_closed`](Self::take_until_closed), with the taken entry's handle.
+    pub(crate) fn take_until_closed_keyed(&self) -> Option<(E, Handle)> {
         let clock = &self.clock;
         loop {
             let stop =
                 |st: &State<E>| st.closed && st.head_deadline().is_none_or(|d| d > clock.now());
-            match self.lock().take(None, stop) {
+            match self.lock().take_keyed(None, stop) {
                 Take::Item(entry, _) => return Some(entry),
                 Take::Stopped => return None,
                 Take::TimedOut => {}
