@@ -272,6 +272,31 @@ impl PendingTask {
         self.job.as_ref().is_some_and(|j| j.header().is_periodic())
     }
 
+    /// The task's name, if it was given one ([`Periodic::name`](crate::Periodic::name),
+    /// [`named`](crate::ScheduledThreadPoolExecutor::named)).
+    pub fn name(&self) -> Option<&str> {
+        self.job.as_ref().and_then(|j| j.name())
+    }
+
+    /// Its next deadline, in the executor's clock (a `ManualClock`'s instants on a pool
+    /// built with one).
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().clock(clock.clone()).build();
+    /// let _fut = pool.named("nightly").schedule(Duration::from_secs(60), || ()).unwrap();
+    /// let pending = pool.shutdown_now();
+    /// assert_eq!(pending[0].name(), Some("nightly"));
+    /// assert_eq!(pending[0].deadline(), clock.now() + Duration::from_secs(60));
+    /// ```
+    pub fn deadline(&self) -> Instant {
+        let ticks = self.job.as_ref().map_or(0, |j| j.header().deadline());
+        self.shared.clock().instant_of(ticks)
+    }
+
     /// Runs the task once on this thread; its future completes. A panic goes into the
     /// future; this call does not unwind. Does nothing if the task was cancelled meanwhile.
     pub fn run(mut self) {
@@ -297,7 +322,10 @@ impl fmt::Debug for PendingTask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("PendingTask");
         if let Some(job) = &self.job {
-            d.field("task", job.header());
+            d.field("name", &self.name())
+                .field("periodic", &self.is_periodic())
+                .field("deadline", &self.deadline())
+                .field("task", job.header());
         }
         d.finish()
     }

@@ -1413,3 +1413,53 @@ fn a_periodic_task_holding_a_weak_handle_does_not_keep_the_pool_alive() {
         .unwrap();
     rt.block_on(watch);
 }
+
+/// `PendingTask::name` and `deadline`: what `shutdown_now` hands back says which task it
+/// is and when it was due, in the pool's clock, and its `Debug` shows both.
+#[test]
+fn a_pending_task_tells_its_name_and_deadline() {
+    let (clock, pool) = manual_pool(1);
+    let start = clock.now();
+    let _a = pool.named("reminder").schedule(sec(30), || ()).unwrap();
+    let _b = pool.schedule(sec(10), || ()).unwrap();
+    let _c = pool
+        .schedule_periodic(
+            schedpool::Periodic::at_fixed_rate(sec(5))
+                .initial_delay(sec(20))
+                .name("poller"),
+            || (),
+        )
+        .unwrap();
+    clock.advance(sec(1));
+    let pending = pool.shutdown_now();
+    let mut seen: Vec<(Option<String>, Duration, bool)> = pending
+        .iter()
+        .map(|p| {
+            (
+                p.name().map(str::to_owned),
+                p.deadline() - start,
+                p.is_periodic(),
+            )
+        })
+        .collect();
+    seen.sort_by_key(|s| s.1);
+    assert_eq!(
+        seen,
+        [
+            (None, sec(10), false),
+            (Some("poller".to_owned()), sec(20), true),
+            (Some("reminder".to_owned()), sec(30), false),
+        ]
+    );
+    let debug = format!(
+        "{:?}",
+        pending
+            .iter()
+            .find(|p| p.name() == Some("reminder"))
+            .unwrap()
+    );
+    assert!(
+        debug.contains("\"reminder\"") && debug.contains("deadline"),
+        "{debug}"
+    );
+}
