@@ -24,15 +24,21 @@
 //! | `cancel()`, periodic | `true` | `Cancelled` (after this run) | goes on, sees `is_cancelled()`; no further run |
 //! | `interrupt()`, either | `true` | `Cancelled`, at once | goes on, sees `is_cancelled()`; its output is dropped |
 //! | `shutdown_now()` | the queued tasks | a one-shot: the run's outcome; a periodic task: `Cancelled` | sees `is_cancelled()` |
+//!
+//! A run that waits inside itself (a back-off between attempts) uses
+//! [`TaskContext::sleep`], which each of these ends early: the pool keeps a list of
+//! sleeping runs (`pool/sleepers.rs`, S1) that a cancel, an interrupt, `shutdown_now` and
+//! a `ManualClock` advance wake.
 
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use crate::clock::Clock;
 use crate::cluster::Lease;
 use crate::future::CancelHandle;
 use crate::periodic::{Next, OnError};
 use crate::pool::{Shared, Stripe};
-use crate::sync::Arc;
+use crate::sync::{park_until, Arc};
 use crate::task::{state, OnceBody, PeriodicBody, RunCx, Step};
 
 /// What a running task knows about itself: handed to the closures of
@@ -109,6 +115,51 @@ impl TaskContext<'_> {
     pub fn is_cancelled(&self) -> bool {
         self.cx.header.state() == state::CANCELLED
             || (self.cx.env.on_worker && self.pool().is_some_and(|p| p.is_stopping()))
+    }
+
+    /// Sleeps for up to `d` of the pool's clock, and returns early, with `false`, as soon
+    /// as the run is asked to stop ([`is_cancelled`](Self::is_cancelled): a cancel of a
+    /// periodic task, an interrupt, `shutdown_now`); `true` if the whole time passed. On
+    /// a [`ManualClock`](crate::ManualClock) it waits for the clock to be advanced past
+    /// `d`. The worker's thread sleeps meanwhile, so a pool with fewer threads than
+    /// sleeping tasks runs nothing else: keep long waits between runs in the schedule,
+    /// and use this for a back-off inside one run.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let fut = pool
+    ///     .schedule_with_context(Duration::ZERO, |cx| {
+    ///         for attempt in 1.. {
+    ///             if attempt == 3 || !cx.sleep(Duration::from_millis(10)) {
+    ///                 return attempt; // done, or interrupted while backing off
+    ///             }
+    ///         }
+    ///         unreachable!()
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(fut.get().unwrap(), 3);
+    /// ```
+    pub fn sleep(&self, d: Duration) -> bool {
+        let clock = self.cx.env.clock;
+        let until = clock.deadline_after(d);
+        // S1 (`pool/sleepers.rs`): listed before every check below.
+        let _asleep = self.pool().map(|p| p.sleepers.join());
+        loop {
+            if self.is_cancelled() {
+                return false;
+            }
+            if clock.now() >= until {
+                return true;
+            }
+            let at = match clock {
+                Clock::Real { .. } => Some(clock.instant_of(until)),
+                Clock::Manual(_) => None, // an advance unparks it
+            };
+            park_until(at);
+        }
     }
 
     /// A handle that cancels, interrupts or reschedules this task, as its future's

@@ -150,3 +150,30 @@ fn loom_terminated_future_vs_latch() {
         poller.join().unwrap();
     });
 }
+
+/// S1 (`pool/sleepers.rs`): a task asleep in `TaskContext::sleep` against the cancel that
+/// must wake it. The sleeper lists itself, checks its condition and parks; the canceller
+/// changes the condition and wakes the list. A lost wake-up deadlocks: loom's park has
+/// no timeout.
+#[test]
+fn loom_sleeper_vs_cancel() {
+    use crate::pool::sleepers::Sleepers;
+    use crate::sync::{AtomicBool, Ordering};
+    loom::model(|| {
+        let sleepers = Arc::new(Sleepers::new());
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let sleeper = {
+            let (sleepers, cancelled) = (sleepers.clone(), cancelled.clone());
+            thread::spawn(move || {
+                let _asleep = sleepers.join();
+                // Relaxed: the state a real sleeper reads is ordered by S1's fences.
+                while !cancelled.load(Ordering::Relaxed) {
+                    thread::park();
+                }
+            })
+        };
+        cancelled.store(true, Ordering::Relaxed);
+        sleepers.wake();
+        sleeper.join().unwrap();
+    });
+}

@@ -14,7 +14,7 @@
 
 #[cfg(not(all(test, loom)))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use std::thread;
 
     use std::time::Instant;
@@ -80,7 +80,7 @@ mod imp {
 
 #[cfg(all(test, loom))]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use loom::thread;
 
     use std::ops::{Deref, DerefMut};

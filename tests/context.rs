@@ -482,3 +482,98 @@ fn a_fallible_task_that_stops_itself_or_panics_reports_like_any_periodic_task() 
     );
     pool.close();
 }
+
+// ---------------------------------------------------------------------------------------
+// TaskContext::sleep
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn sleep_returns_true_once_the_whole_time_passed() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let d = Duration::from_millis(20);
+    let f = pool
+        .schedule_with_context(Duration::ZERO, move |cx| {
+            let start = Instant::now();
+            (cx.sleep(d), start.elapsed())
+        })
+        .unwrap();
+    let (whole, slept) = f.get().unwrap();
+    assert!(whole, "not cancelled");
+    assert!(slept >= d, "slept {slept:?} of {d:?}");
+    pool.close();
+}
+
+/// A sleep of an hour that each way of asking a run to stop cuts short: an interrupt of a
+/// one-shot, a cancel of a periodic task, `shutdown_now`. The sleep returns `false`.
+#[test]
+fn sleep_returns_false_as_soon_as_the_run_is_asked_to_stop() {
+    for how in ["interrupt", "cancel periodic", "shutdown_now"] {
+        let pool = ScheduledThreadPoolExecutor::new(1);
+        let (asleep_tx, asleep) = mpsc::channel();
+        let (woke_tx, woke) = mpsc::channel();
+        let body = move |cx: &schedpool::TaskContext<'_>| {
+            asleep_tx.send(()).unwrap();
+            woke_tx.send(cx.sleep(Duration::from_secs(3600))).unwrap();
+        };
+        let handle = if how == "cancel periodic" {
+            pool.schedule_periodic_with_context(
+                schedpool::Periodic::at_fixed_rate(Duration::from_secs(7200)),
+                move |cx| {
+                    body(cx);
+                    schedpool::Next::Continue
+                },
+            )
+            .unwrap()
+            .cancel_handle()
+        } else {
+            pool.schedule_with_context(Duration::ZERO, body)
+                .unwrap()
+                .cancel_handle()
+        };
+        asleep.recv_timeout(BOUND).expect("the run started");
+        // Either order is right: asked before the sleep began (it returns at once) or
+        // while it sleeps (it must be woken). The pause makes the second the usual one,
+        // which is the one a missing wake-up would fail.
+        thread::sleep(Duration::from_millis(20));
+        match how {
+            "interrupt" => assert!(handle.interrupt()),
+            "cancel periodic" => assert!(handle.cancel()),
+            _ => drop(pool.shutdown_now()),
+        }
+        assert_eq!(
+            woke.recv_timeout(BOUND),
+            Ok(false),
+            "{how}: woken long before the hour"
+        );
+        pool.close();
+    }
+}
+
+/// On a `ManualClock` a sleep waits for the clock, not for real time: it returns `true`
+/// once the clock was advanced by its whole length from where the sleep began, however
+/// the advances interleave with its start.
+#[test]
+fn sleep_on_a_manual_clock_waits_for_the_clock() {
+    let (clock, pool) = manual_pool(1);
+    let c = clock.clone();
+    let f = pool
+        .schedule_with_context(Duration::ZERO, move |cx| {
+            let before = c.now();
+            let whole = cx.sleep(sec(10));
+            (whole, c.now() - before)
+        })
+        .unwrap();
+    let real = Instant::now();
+    let mut steps = 0;
+    while !f.wait_timeout(Duration::from_millis(1)) {
+        assert!(steps < 1_000, "never woke up");
+        clock.advance(sec(1));
+        steps += 1;
+    }
+    let (whole, slept) = f.get().unwrap();
+    assert!(whole, "the whole time passed");
+    assert!(slept >= sec(10), "woke after {slept:?} of virtual time");
+    assert!(steps >= 10, "it took the clock's advances");
+    assert!(real.elapsed() < sec(10), "not ten seconds of real time");
+    pool.close();
+}

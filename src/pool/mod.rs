@@ -74,6 +74,7 @@
 pub(crate) mod control;
 mod introspect;
 mod shared;
+pub(crate) mod sleepers;
 mod worker;
 
 pub(crate) use shared::Shared;

@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::Instant;
 
 use super::control::{Control, RunState};
+use super::sleepers::Sleepers;
 use super::{Policy, PoolRef, Stripe, Tally};
 use crate::builder::{Config, RejectionPolicy};
 use crate::clock::{AdvanceListener, Clock, Ticks};
@@ -75,12 +76,15 @@ pub(crate) struct Shared {
     pub(super) epoch: AtomicU64,
     /// Rate limits of the "task started late" and "task rejected" warnings (`throttle.rs`).
     pub(super) late_log: Throttle,
+    /// Tasks asleep in `TaskContext::sleep` (`sleepers.rs`).
+    pub(crate) sleepers: Sleepers,
     reject_log: Throttle,
 }
 
 impl AdvanceListener for Shared {
     fn on_advance(&self) {
         self.queue.on_advance();
+        self.sleepers.wake(); // S1: tasks asleep on virtual time re-read it
     }
 }
 
@@ -109,6 +113,7 @@ impl Shared {
             epoch: AtomicU64::new(0),
             late_log: Throttle::default(),
             reject_log: Throttle::default(),
+            sleepers: Sleepers::new(),
             config,
         });
         let listener: Weak<dyn AdvanceListener> =
@@ -641,6 +646,7 @@ impl Shared {
             drop(removed); // I4: outside the lock
         }
         job.finish_cancelled();
+        self.sleepers.wake(); // S1: the task may be running, asleep in `TaskContext::sleep`
         true
     }
 
@@ -698,6 +704,7 @@ impl Shared {
     /// Stops the pool and hands back the queued tasks not yet cancelled, in deadline order.
     pub(crate) fn shutdown_now(&self) -> Vec<Arc<dyn Job>> {
         let before = self.control.shut_down(RunState::Stop); // E2: before the pass
+        self.sleepers.wake(); // S1: running tasks asleep in `TaskContext::sleep` stop
         let entries = self.queue.lock_all().drain_sorted();
         self.queue.wake_all();
         if before == RunState::Running {
