@@ -412,7 +412,7 @@ fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Request>) {
         }
         let fresh = session.is_none();
         let mut result = run(shared, &mut session, &req.op);
-        if result.is_err() && session.as_ref().is_some_and(|s| s.client.is_closed()) {
+        if connection_lost(&result, &session) {
             session = None;
             if !fresh && Instant::now() < req.give_up {
                 // The server closed a connection that was open before this request (a
@@ -421,7 +421,7 @@ fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Request>) {
                 // that did commit before the drop makes the retry find the lock held
                 // (LK1), so the run is skipped and that lease runs out by itself.
                 result = run(shared, &mut session, &req.op);
-                if result.is_err() && session.as_ref().is_some_and(|s| s.client.is_closed()) {
+                if connection_lost(&result, &session) {
                     session = None;
                 }
             }
@@ -434,6 +434,31 @@ fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Request>) {
     if shared.conn.lock().generation != generation {
         shared.abandoned.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// Whether a failed call lost its connection: the client saw it close, the error says so,
+/// or the server's error is of the connection kind (SQLSTATE class 08, or 57P01–57P03: the
+/// backend was terminated, or the server is shutting down or not yet accepting). Right
+/// after `pg_terminate_backend` the server's FATAL 57P01 can arrive before the client
+/// marks itself closed, so the client's flag alone missed it, now and then.
+fn connection_lost(result: &Result<Answer, LockError>, session: &Option<Session>) -> bool {
+    let Err(err) = result else {
+        return false;
+    };
+    if session.as_ref().is_some_and(|s| s.client.is_closed()) {
+        return true;
+    }
+    let LockError::Store(e) = err else {
+        return false;
+    };
+    let Some(pg) = e.downcast_ref::<postgres::Error>() else {
+        return false;
+    };
+    pg.is_closed()
+        || pg.code().is_some_and(|c| {
+            let c = c.code();
+            c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03")
+        })
 }
 
 fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer, LockError> {
