@@ -16,7 +16,11 @@
 //! virtual time re-checks the clock at once.
 //!
 //! # Invariants
-//! - C1: ticks never exceed [`FAR_FUTURE`], so `origin + ticks` never overflows `Instant`.
+//! - C1: clock readings and every sum made by [`add`] never exceed [`FAR_FUTURE`], so
+//!   `origin + ticks` never overflows `Instant`. One deadline lies beyond it on purpose:
+//!   [`NEVER`] (a periodic rule with no representable next run), which no reading
+//!   reaches; [`Clock::instant_of`] clamps it, and the sharded queue publishes it as a
+//!   head that is never due (`NEVER_DUE` in `queue/sharded.rs`).
 //! - C2: a manual clock's time never goes backwards (`advance` only adds, saturating).
 //! - C3: `advance` publishes the new time before it notifies any listener, and each
 //!   listener re-reads the time under its own lock, so no waiter misses an advance.
@@ -117,7 +121,8 @@ impl Clock {
         add(0, at.saturating_duration_since(self.origin()))
     }
 
-    /// The `Instant` of a tick value (never overflows by C1).
+    /// The `Instant` of a tick value (never overflows: C1; [`NEVER`] is clamped to
+    /// [`FAR_FUTURE`]).
     pub(crate) fn instant_of(&self, ticks: Ticks) -> Instant {
         let origin = self.origin();
         let d = Duration::from_nanos(ticks.min(FAR_FUTURE));

@@ -1,5 +1,6 @@
 //! [`DelayQueue<T>`] and [`DelayKey`]: Java's `DelayQueue`, indexed, as a thin layer over
-//! the executor's blocking queue (`queue/mod.rs`) and heap (`queue/heap.rs`).
+//! the public queues' blocking queue (`queue/mod.rs`) and heap (`queue/heap.rs`); the
+//! executor's own queue is the sharded one (`queue/sharded.rs`).
 //!
 //! # Design
 //! Java's `DelayQueue` wraps a `PriorityQueue` with one lock and the leader/follower wait;

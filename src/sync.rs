@@ -3,9 +3,14 @@
 //! Normal builds use `parking_lot`'s `Mutex` and `Condvar` (no poisoning, one byte per
 //! mutex, `notify_*` is a single atomic load when nobody waits) and `std`'s atomics and
 //! threads. Under `cfg(all(test, loom))` the same names come from `loom`, so the queue and
-//! task protocols can be model-checked without touching their code. Only this file names
-//! `parking_lot` or `loom`, and outside tests only this file names `std::sync` (the
-//! `Ordering` enum, which loom shares with `std`, is re-exported from here).
+//! task protocols can be model-checked without touching their code. Every protocol takes
+//! its primitives from here (the `Ordering` enum, which loom shares with `std`, is
+//! re-exported too). The deliberate exceptions stay out of the models because no protocol
+//! depends on them, and each says so where it is: `std`'s atomics in statics (thread and
+//! queue numbering: `unique_id` here, `local_number` in `queue/sharded.rs`) and in the
+//! log rate limits (`throttle.rs`); the `parking_lot` mutex that only makes a panic
+//! payload `Sync` (`error.rs`); `std`'s `Arc` and `mpsc` in `cluster/`, whose stores are
+//! tested against real servers and modelled in `loom_cluster.rs` through `LocalLock`.
 //!
 //! The API is parking_lot's shape: `lock()` returns a guard, `Condvar::wait` takes
 //! `&mut guard`. `wait_until` returns `true` when it timed out. loom has no clock: its timed
@@ -19,8 +24,10 @@ mod imp {
 
     use std::time::Instant;
 
-    /// A mutex without poisoning: a panic in user code never runs under one of ours (I4 in
-    /// `queue/mod.rs`), and bookkeeping code does not panic.
+    /// A mutex without poisoning: the user code that does run under one of ours (a
+    /// `PriorityBlockingQueue`'s `Ord`, a `peek_with` closure, a `Trigger` under its
+    /// spec's mutex; I4 in `queue/mod.rs`) may panic, and that must not break the queue
+    /// or the pool for every later caller.
     pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
     pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 

@@ -2,8 +2,10 @@
 //! run's span to the submitter's span, and the cluster lock of an
 //! [`exclusive`](crate::Periodic::exclusive) task (the lease protocol is in `mod.rs`).
 //!
-//! It sits on the task context (`context.rs`) and is built by the executor's handle
-//! around every periodic closure, like the context adaptors; the pool never sees it.
+//! It sits on the task layer's run environment (`task::RunCx`, whose erased pool it turns
+//! back into the pool for its counters and traces, as `context.rs` does) and is built by
+//! the executor's handle around every periodic closure, like the context adaptors; the
+//! pool never sees it.
 //!
 //! An exclusive run: `try_acquire`; held elsewhere, or the store failed, and the run is
 //! skipped (`Step::Skip`: not a run, the schedule goes on); else the closure runs and the

@@ -43,9 +43,13 @@
 //!   submitting thread's shard (`Shared::publish`). A worker gives its slot up only while
 //!   it holds every shard's lock: when the queue is drained after shutdown, or as a
 //!   timed-out surplus worker by an exchange that requires it still to be surplus and
-//!   another slot to remain or the queue to be empty (`Shared::release_if_surplus`). So a submission either sees the smaller count (and
-//!   reserves) or is seen by the worker (which stays). A thread that dies abnormally
-//!   reserves its replacement in the exchange that releases it.
+//!   another slot to remain or the queue to be empty (`Shared::release_if_surplus`). So a
+//!   submission either sees the smaller count (and reserves) or is seen by the worker
+//!   (which stays). A thread that dies abnormally reserves its replacement in the exchange
+//!   that releases it. The one exception: a worker thread that could not be started
+//!   gives its slot back with no lock held (`Shared::start_worker`, `Control::unreserve`);
+//!   the task it was reserved for then has no worker until `unqueue_if_workerless` takes
+//!   it back out of the queue and fails its submission (`pool/shared.rs`).
 //! - E2: a task is accepted only while running. `shutdown` and `shutdown_now` change the
 //!   run state *before* their pass over every shard; a submission reads it in the
 //!   critical section that pushes. So a submission after the pass sees the new state (and is

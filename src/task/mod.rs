@@ -32,13 +32,17 @@
 //! # Ordering
 //! The state word's orderings are in `state.rs`. `deadline` is `Relaxed`: it is written by
 //! whoever owns the task's schedule at that moment (the submitter before publishing it,
-//! the running worker, `reschedule` under its home shard's lock) and read only for reporting.
+//! the running worker, `reschedule` under its home shard's lock), and its readers that
+//! matter (the worker that runs the task: the next deadline, `max_lateness`,
+//! `TaskContext::deadline`) got the task through the home shard's lock, which orders the
+//! store before their load; other readers only report it.
 //! `position` and `rescheduled` are ordered by the home shard's lock (T4).
 //!
 //! # Memory
-//! A one-shot with a zero-sized closure is one 88-byte `Arc` block (a 96-byte malloc
-//! chunk): the two reference counts, this 24-byte header and the 48-byte completion. The
-//! header holds only what every task needs; what only periodic tasks need (`rescheduled`)
+//! A one-shot is one `Arc` block: the two reference counts, this header and the
+//! completion (`docs/DESIGN.md`, "Memory", has the sizes `size_of` gives and the malloc
+//! chunk they take; `tests/memory.rs` measures them). The header holds only what every
+//! task needs; what only periodic tasks need (`rescheduled`)
 //! lives in [`PeriodicTask`], and a task's number for logs is its address.
 
 mod completion;
@@ -77,7 +81,8 @@ pub(crate) struct Header {
     home: AtomicU8,
     /// The current run's deadline, then the next one (`ScheduledFuture::deadline`). Written by
     /// the thread that owns the task's schedule at that moment (the submitter, the running
-    /// worker, or `reschedule` under the home shard's lock); `Relaxed` reads only report it.
+    /// worker, or `reschedule` under the home shard's lock); `Relaxed` (module notes: the
+    /// home shard's lock orders it for the worker that runs the task).
     deadline: AtomicU64,
     /// The task's place in the queue while it is queued (T4).
     pub(crate) position: Position,
@@ -224,7 +229,8 @@ pub(crate) struct RunEnv<'a> {
     /// unit tests that run a bare task.
     pub(crate) job: Option<&'a Arc<dyn Job>>,
     /// The pool that runs it (an `Arc<pool::Shared>`, erased: this layer only passes it
-    /// on, to the task context, `context.rs`).
+    /// on, to the closure adaptors that turn it back into the pool: the task context,
+    /// `context.rs`, and the exclusive runs, `cluster/run.rs`).
     pub(crate) pool: Option<&'a (dyn Any + Send + Sync)>,
     /// The run is on one of the pool's workers (not a `CallerRuns` run or a
     /// `PendingTask::run` on the caller's thread): `shutdown_now` asks it to stop.

@@ -1,7 +1,9 @@
 //! [`OnceTask`]: a one-shot task (Java: `ScheduledFutureTask` with `period == 0`).
 //!
-//! SCHEDULED -> RUNNING -> DONE or PANICKED, or SCHEDULED -> CANCELLED; a started
-//! one-shot cannot be cancelled (`state.rs`). T1–T3 are stated in `task/mod.rs`.
+//! SCHEDULED -> RUNNING -> DONE or PANICKED, or SCHEDULED -> CANCELLED. A started one-shot
+//! cannot be cancelled by `cancel`, but an interrupt cancels it while it runs (RUNNING ->
+//! CANCELLED, `state.rs`): its future says `Cancelled` at once, and the run's output is
+//! dropped when it ends (`run` below). T1–T3 are stated in `task/mod.rs`.
 
 use super::{
     count_run, drop_quietly, Completion, Header, Job, Label, OnceBody, Outcome, RunCx, RunEnv,

@@ -6,8 +6,13 @@
 //!       |                   |-----panic-----------------------> PANICKED
 //!       |                   '-----cancel (periodic), --------> CANCELLED (this run completes;
 //!       |                         interrupt (any)                          no re-enqueue)
-//!       '--cancel--> CANCELLED
+//!       |--cancel--> CANCELLED
+//!       '--end unrun (periodic)--> DONE or PANICKED
 //! ```
+//!
+//! The last edge is `PeriodicTask::finish_unrun` (`periodic.rs`): a periodic task that
+//! never runs ends at once, DONE for `max_runs(0)` or a trigger with no first deadline,
+//! PANICKED for a `first_deadline` that panicked (`pool/shared.rs`).
 //!
 //! DONE, PANICKED and CANCELLED are terminal. Only [`TaskState::start`] enters RUNNING,
 //! and only from SCHEDULED, so two runs of one task never overlap (T1, `task/mod.rs`). A
