@@ -4,6 +4,13 @@
 //! still add up to 5,000. The statistics (`PoolStats::late_count`, `rejected_count`) count
 //! every occurrence regardless.
 //!
+//! Each line carries `occurrences`, the occurrences it stands for: its own and the
+//! `suppressed` ones before it. What is still counted when the pool shuts down or
+//! terminates is written then, in a line of the same message whose `occurrences` are all
+//! suppressed ones ([`flush`](Throttle::flush)), so the `occurrences` of a pool's lines add
+//! up to its counter. An occurrence after a quiet second is written at once, with the
+//! count of the burst before it.
+//!
 //! # Ordering
 //! Both words are `Relaxed` and `std`'s in every build: a rate limit publishes no data, and
 //! an occurrence counted on either side of a line's `swap` is reported by one line or the
@@ -47,6 +54,13 @@ impl Throttle {
             self.suppressed.fetch_add(1, Ordering::Relaxed);
             None
         }
+    }
+}
+
+impl Throttle {
+    /// Takes the occurrences counted since the last line, for a closing line.
+    pub(crate) fn flush(&self) -> u64 {
+        self.suppressed.swap(0, Ordering::Relaxed)
     }
 }
 

@@ -443,7 +443,7 @@ impl Shared {
         if self.is_shutdown() {
             stats::bump(&self.counters.rejected);
             if let Some(suppressed) = self.reject_log.admit() {
-                tracing::warn!(target: "schedpool", pool = self.name(), reason = %ScheduleError::Shutdown, suppressed, "task rejected");
+                tracing::warn!(target: "schedpool", pool = self.name(), reason = %ScheduleError::Shutdown, suppressed, occurrences = suppressed + 1, "task rejected");
             }
             return Err(ScheduleError::Shutdown);
         }
@@ -495,7 +495,7 @@ impl Shared {
         };
         if let Some(suppressed) = self.reject_log.admit() {
             // At most one line a second; `suppressed`: the rejections since the last line.
-            tracing::warn!(target: "schedpool", pool = self.name(), reason = %reason, policy = ?policy, suppressed, "task rejected");
+            tracing::warn!(target: "schedpool", pool = self.name(), reason = %reason, policy = ?policy, suppressed, occurrences = suppressed + 1, "task rejected");
         }
         match policy {
             RejectionPolicy::Abort => {
@@ -662,14 +662,35 @@ impl Shared {
             tracing::info!(target: "schedpool", pool = self.name(), "executor shut down");
         }
         finish_removed(removed);
+        self.flush_logs();
         self.finisher_done();
     }
 
     /// Gives back a finisher slot (E5), tracing termination if that was the last party.
     fn finisher_done(&self) {
         if self.control.finisher_done() {
-            tracing::info!(target: "schedpool", pool = self.name(), "executor terminated");
+            self.log_terminated();
         }
+    }
+
+    /// Writes the counts the rate-limited warnings still hold (`throttle.rs`), so that the
+    /// `occurrences` of the pool's lines add up to its counters. At shutdown and at
+    /// termination.
+    pub(super) fn flush_logs(&self) {
+        let late = self.late_log.flush();
+        if late > 0 {
+            tracing::warn!(target: "schedpool", pool = self.name(), suppressed = late, occurrences = late, "task started late");
+        }
+        let rejected = self.reject_log.flush();
+        if rejected > 0 {
+            tracing::warn!(target: "schedpool", pool = self.name(), suppressed = rejected, occurrences = rejected, "task rejected");
+        }
+    }
+
+    /// The pool terminated: the last counts, then the line.
+    pub(super) fn log_terminated(&self) {
+        self.flush_logs();
+        tracing::info!(target: "schedpool", pool = self.name(), "executor terminated");
     }
 
     /// Removes the queued tasks the run-after-shutdown policies no longer allow (and
@@ -711,6 +732,7 @@ impl Shared {
             tracing::info!(target: "schedpool", pool = self.name(), "executor shut down (shutdown_now)");
         }
         // The handed-out tasks are the caller's to run or drop, not the pool's work.
+        self.flush_logs();
         self.finisher_done();
         entries
             .into_iter()

@@ -130,6 +130,7 @@ fn run_task(
                     id = header.id(),
                     lateness_us = lateness.as_micros() as u64,
                     suppressed,
+                    occurrences = suppressed + 1,
                     "task started late"
                 );
             }
@@ -242,7 +243,7 @@ impl Shared {
             Err(err) => {
                 tracing::error!(target: "schedpool", pool = self.name(), worker = index, error = %err, "could not start a worker thread");
                 if self.control.unreserve() {
-                    tracing::info!(target: "schedpool", pool = self.name(), "executor terminated");
+                    self.log_terminated();
                 }
                 false
             }
@@ -362,7 +363,7 @@ impl Shared {
             self.start_worker(index);
         }
         if terminated {
-            tracing::info!(target: "schedpool", pool = self.name(), "executor terminated");
+            self.log_terminated();
         }
     }
 }
