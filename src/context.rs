@@ -284,9 +284,10 @@ where
             target: "schedpool",
             pool,
             id = cx.header.id(),
-            name = cx.task_name.unwrap_or_default(),
+            task_name = cx.task_name.unwrap_or_default(),
             failures = self.failures,
-            error = %error,
+            // `{:#}`: the error with its causes where its type prints them so (`anyhow`).
+            error = %format_args!("{error:#}"),
             "periodic run failed"
         );
         if self.on_error.stop_after.is_some_and(|n| self.failures >= n) {

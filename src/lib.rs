@@ -62,11 +62,15 @@
 //! # Observability
 //! `tracing` spans and events, target `schedpool` (no subscriber is installed), each with
 //! the field `pool` (the pool's name, `Builder::name`): a `task` span per run (trace level)
-//! with fields `id`, `name` (`Periodic::name`, [`ScheduledThreadPoolExecutor::named`]),
-//! `kind` and `lateness_us`, which follows from the span the task was submitted in (when
-//! `schedpool` is traced at `TRACE`); `warn` on a late
-//! start and on a rejection (each at most once a second per pool, with `suppressed`: the
-//! occurrences since the last line), `warn` on a failed run of a fallible task, `error` on
+//! with fields `id`, `task_name` (`Periodic::name`, [`ScheduledThreadPoolExecutor::named`];
+//! not `name`, which JSON formatters use for the span's own name), `kind` and
+//! `lateness_us`, which follows from the span the task was submitted in (when `schedpool`
+//! is traced at `TRACE`); `warn` on a late start and on a rejection (each at most once a
+//! second per pool, with `suppressed`, the occurrences since the last line, and
+//! `occurrences`, the ones the line stands for; what is still counted is written at
+//! shutdown and termination, so a pool's `occurrences` add up to its counters), `warn` on
+//! a failed run of a fallible task (the error with `{:#}`, which prints an `anyhow`
+//! error's causes), `error` on
 //! a panicking task, `info` on shutdown and termination, `debug` on worker start and exit;
 //! for exclusive jobs, `debug` on each lock acquired or held elsewhere and `warn` on a lock
 //! store that fails (at most once a second per task) and on a run that outlasted its

@@ -12,7 +12,7 @@ use crate::task::Plain;
 
 /// Submits one-shot tasks under a name (from
 /// [`ScheduledThreadPoolExecutor::named`]). Each method behaves as the executor's method
-/// of the same name, and its task carries the name: in the `name` field of its `task`
+/// of the same name, and its task carries the name: in the `task_name` field of its `task`
 /// span and of a panic's log line, in [`TaskInfo::name`](crate::TaskInfo::name), and in
 /// [`TaskContext::name`].
 ///

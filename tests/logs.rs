@@ -27,6 +27,7 @@ struct Counting {
     events: AtomicUsize,
     without_pool: AtomicUsize,
     pools: Mutex<Vec<String>>,
+    failed_errors: Mutex<Vec<String>>,
 }
 
 #[derive(Default)]
@@ -35,12 +36,14 @@ struct Fields {
     pool: Option<String>,
     suppressed: u64,
     occurrences: u64,
+    error: String,
 }
 
 impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         match field.name() {
             "message" => self.message = format!("{value:?}"),
+            "error" => self.error = format!("{value:?}"),
             "pool" => self.pool = Some(format!("{value:?}").trim_matches('"').to_owned()),
             _ => {}
         }
@@ -77,6 +80,9 @@ impl Subscriber for &'static Counting {
             None => {
                 self.without_pool.fetch_add(1, Ordering::SeqCst);
             }
+        }
+        if f.message == "periodic run failed" {
+            self.failed_errors.lock().unwrap().push(f.error.clone());
         }
         if f.message == "task started late" {
             self.late_lines.fetch_add(1, Ordering::SeqCst);
@@ -161,12 +167,43 @@ fn floods_of_late_starts_and_rejections_become_a_few_lines_that_name_their_pool(
     );
     assert!(rejected as u64 + counting.rejected_suppressed.load(Ordering::SeqCst) <= 2_000);
 
+    // A failed run's warning prints the error with `{:#}`, which is how an `anyhow` error
+    // (or any type that does the same) shows its causes.
+    struct WithCause;
+    impl std::fmt::Display for WithCause {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("sync failed")?;
+            if f.alternate() {
+                f.write_str(": disk full")?;
+            }
+            Ok(())
+        }
+    }
+    let failing = pool
+        .schedule_fallible(
+            schedpool::Periodic::at_fixed_rate(Duration::from_secs(1)).stop_after_errors(1),
+            |_| Err::<schedpool::Next, _>(WithCause),
+        )
+        .unwrap();
+    clock.advance(Duration::from_secs(1));
+    assert!(pool.wait_idle(BOUND));
+    assert!(failing.get().unwrap().is_err());
+    assert_eq!(
+        *counting.failed_errors.lock().unwrap(),
+        ["sync failed: disk full"],
+        "the error with its cause"
+    );
+
     drop(full.shutdown_now());
     pool.close();
     assert!(full.await_termination(BOUND));
     // Shutdown and termination write what the rate limit still held: the lines'
     // `occurrences` add up to the counters exactly.
-    assert_eq!(counting.late_occurrences.load(Ordering::SeqCst), 5_000);
+    assert_eq!(
+        counting.late_occurrences.load(Ordering::SeqCst),
+        pool.stats().late_count,
+        "5,000 late starts and the failing task's late run"
+    );
     assert_eq!(
         counting.rejected_occurrences.load(Ordering::SeqCst),
         2_000,

@@ -69,7 +69,9 @@ impl Recorder {
             .lock()
             .unwrap()
             .values()
-            .filter(|s| s.name == "task" && s.fields.get("name").map(String::as_str) == Some(name))
+            .filter(|s| {
+                s.name == "task" && s.fields.get("task_name").map(String::as_str) == Some(name)
+            })
             .cloned()
             .collect()
     }
@@ -103,7 +105,7 @@ impl Subscriber for &'static Recorder {
         let mut f = Fields::default();
         event.record(&mut f);
         let message = f.0.get("message").cloned().unwrap_or_default();
-        let name = f.0.get("name").cloned().unwrap_or_default();
+        let name = f.0.get("task_name").cloned().unwrap_or_default();
         self.events.lock().unwrap().push((message, name));
     }
     fn enter(&self, span: &Id) {

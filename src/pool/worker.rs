@@ -105,7 +105,7 @@ fn run_task(
         "task",
         pool = shared.name(),
         id = header.id(),
-        name = job.name().unwrap_or_default(),
+        task_name = job.name().unwrap_or_default(),
         kind = job.schedule().name(),
         lateness_us = lateness.as_micros() as u64,
     );
@@ -141,7 +141,7 @@ fn run_task(
         tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), "periodic run skipped (max_lateness)");
     }
     if let Some(msg) = report.panic {
-        tracing::error!(target: "schedpool", pool = shared.name(), id = header.id(), name = job.name().unwrap_or_default(), panic = %msg, "task panicked");
+        tracing::error!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name().unwrap_or_default(), panic = %msg, "task panicked");
     }
     match report.next {
         Some(next) => Some((job, next)),
