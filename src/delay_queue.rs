@@ -94,6 +94,78 @@ impl<T> Drop for NextExpired<T> {
     }
 }
 
+/// The stream of [`DelayQueue::expirations`]: each element as it falls due, with its key
+/// and deadline, until the queue is closed (or dropped) and nothing in it is due. It holds
+/// the queue's core, not a borrow, so it can be moved into a spawned task.
+///
+/// Cancel safety: an element leaves the queue only in the poll that yields it, so dropping
+/// the stream, or a pending `next()` on it (a `select!` branch that lost), loses nothing:
+/// the element is still in the queue for the next taker. While it waits, the queue's one
+/// timer thread wakes it (shared with [`next_expired`](DelayQueue::next_expired) and every
+/// other waiter, and kept between consecutive waits).
+#[must_use = "streams do nothing unless polled"]
+pub struct Expirations<T> {
+    queue: Arc<BlockingQueue<TimedEntry<T>>>,
+    id: u64,
+    /// The waker this stream registered last (taken out again when it is dropped).
+    waker: Option<std::task::Waker>,
+}
+
+impl<T: Send + 'static> futures_core::Stream for Expirations<T> {
+    type Item = Expired<T>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Expired<T>>> {
+        let polled = self.queue.poll_take_keyed(cx);
+        match polled {
+            std::task::Poll::Ready(taken) => {
+                self.waker = None; // nothing registered any more
+                std::task::Poll::Ready(
+                    taken.map(|(entry, handle)| expired(&self.queue, self.id, entry, handle)),
+                )
+            }
+            std::task::Poll::Pending => {
+                if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    self.waker = Some(cx.waker().clone());
+                }
+                std::task::Poll::Pending
+            }
+        }
+    }
+}
+
+impl<T> Drop for Expirations<T> {
+    fn drop(&mut self) {
+        if let Some(w) = self.waker.take() {
+            self.queue.forget_waker(&w);
+        }
+    }
+}
+
+impl<T> fmt::Debug for Expirations<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Expirations")
+            .field("waiting", &self.waker.is_some())
+            .finish()
+    }
+}
+
+/// An entry taken from queue `id` as the [`Expired`] the API hands out.
+fn expired<T>(
+    queue: &BlockingQueue<TimedEntry<T>>,
+    id: u64,
+    entry: TimedEntry<T>,
+    handle: Handle,
+) -> Expired<T> {
+    Expired {
+        deadline: queue.clock().instant_of(entry.deadline),
+        value: entry.value,
+        key: DelayKey { queue: id, handle },
+    }
+}
+
 impl<T> fmt::Debug for NextExpired<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NextExpired")
@@ -231,8 +303,11 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// The async face of [`take_until_closed`](Self::take_until_closed): a future of the
     /// next element to fall due (`None` once the queue is closed and nothing is due),
     /// usable from any async runtime. While such futures wait, one helper thread per
-    /// queue sleeps until the head's deadline and wakes them; it exits when none waits.
-    /// The future holds the queue's core, not a borrow, so it can be spawned.
+    /// queue sleeps until the head's deadline and wakes them; it stays a second after the
+    /// last one stopped waiting (so a consumer loop keeps one thread, not one per
+    /// element), then exits. The future holds the queue's core, not a borrow, so it can be
+    /// spawned. Cancel-safe: an element leaves the queue only when the future returns it.
+    /// For a stream of elements with their keys, see [`expirations`](Self::expirations).
     ///
     /// ```
     /// use schedpool::DelayQueue;
@@ -250,6 +325,42 @@ impl<T: Send + 'static> DelayQueue<T> {
     pub fn next_expired(&self) -> NextExpired<T> {
         NextExpired {
             queue: Arc::clone(&self.inner),
+            waker: None,
+        }
+    }
+
+    /// A [`Stream`](futures_core::Stream) of the elements as they fall due, with their
+    /// keys and deadlines ([`Expired`]), that ends once the queue is closed (or dropped)
+    /// and nothing in it is due. Cancel-safe: see [`Expirations`].
+    ///
+    /// ```
+    /// use schedpool::DelayQueue;
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use std::time::Duration;
+    /// use futures_core::Stream;
+    ///
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// # rt.block_on(async {
+    /// let q = DelayQueue::new();
+    /// let first = q.offer("first", Duration::from_millis(1));
+    /// q.offer("second", Duration::from_millis(2));
+    /// let mut expired = q.expirations();
+    /// // `StreamExt::next` of the `futures` crate does the same.
+    /// async fn next<S: Stream + Unpin>(s: &mut S) -> Option<S::Item> {
+    ///     poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)).await
+    /// }
+    /// let e = next(&mut expired).await.unwrap();
+    /// assert_eq!((e.key(), e.into_inner()), (first, "first"));
+    /// assert_eq!(next(&mut expired).await.unwrap().into_inner(), "second");
+    /// drop(q); // a dropped queue is closed: the stream ends
+    /// assert!(next(&mut expired).await.is_none());
+    /// # });
+    /// ```
+    pub fn expirations(&self) -> Expirations<T> {
+        Expirations {
+            queue: Arc::clone(&self.inner),
+            id: self.id,
             waker: None,
         }
     }
@@ -343,14 +454,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     }
 
     fn expired(&self, entry: TimedEntry<T>, handle: Handle) -> Expired<T> {
-        Expired {
-            deadline: self.inner.clock().instant_of(entry.deadline),
-            value: entry.value,
-            key: DelayKey {
-                queue: self.id,
-                handle,
-            },
-        }
+        expired(&self.inner, self.id, entry, handle)
     }
 
     /// The earliest element if it is due now, else `None`; never blocks.

@@ -127,7 +127,7 @@ pub use context::TaskContext;
 #[cfg(feature = "cron")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cron")))]
 pub use cron::{CronError, CronTrigger};
-pub use delay_queue::{DelayKey, DelayQueue, Expired, NextExpired};
+pub use delay_queue::{DelayKey, DelayQueue, Expirations, Expired, NextExpired};
 pub use error::{PanicPayload, ScheduleError, TaskError};
 pub use executor::{ScheduledThreadPoolExecutor, Terminated, WeakExecutor};
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};

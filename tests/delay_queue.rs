@@ -1259,3 +1259,121 @@ fn dropping_the_queue_wakes_a_taker_of_the_async_face_spawned_on_tokio() {
     });
     assert_eq!(got, None);
 }
+
+// ---------------------------------------------------------------------------------------
+// The async face: one timer thread for a consumer loop, the Stream, cancel safety
+// ---------------------------------------------------------------------------------------
+
+/// A minimal executor: polls `fut` on this thread, parking between polls; its waker
+/// records the thread that woke it.
+fn block_on_recording<F: std::future::Future>(fut: F, wakers: &Arc<WakeLog>) -> F::Output {
+    use std::task::{Context, Poll, Waker};
+    let waker = Waker::from(Arc::clone(wakers));
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+            return out;
+        }
+        thread::park_timeout(BOUND);
+    }
+}
+
+struct WakeLog {
+    owner: thread::Thread,
+    by: std::sync::Mutex<BTreeSet<String>>,
+}
+
+impl std::task::Wake for WakeLog {
+    fn wake(self: Arc<Self>) {
+        let me = thread::current();
+        let name = format!("{:?} {:?}", me.id(), me.name());
+        self.by.lock().unwrap().insert(name);
+        self.owner.unpark();
+    }
+}
+
+/// A `while let Some(x) = q.next_expired().await` loop over elements 1 ms apart is woken
+/// by one timer thread that lingers between awaits, not by a new thread per element.
+#[test]
+fn a_consumer_loop_of_next_expired_is_woken_by_one_timer_thread() {
+    let q = DelayQueue::new();
+    for i in 0..40u32 {
+        q.offer(i, Duration::from_millis(u64::from(i) + 1));
+    }
+    let log = Arc::new(WakeLog {
+        owner: thread::current(),
+        by: std::sync::Mutex::new(BTreeSet::new()),
+    });
+    let got = block_on_recording(
+        async {
+            let mut got = Vec::new();
+            while got.len() < 40 {
+                got.push(q.next_expired().await.expect("open"));
+            }
+            got
+        },
+        &log,
+    );
+    assert_eq!(got, (0..40).collect::<Vec<_>>());
+    let by = log.by.lock().unwrap();
+    assert!(
+        by.len() <= 3,
+        "{} threads woke 40 awaits (one timer that lingers would be one): {by:?}",
+        by.len()
+    );
+}
+
+/// The stream yields each element with its key, in deadline order, and ends once the
+/// queue is closed and nothing is due.
+#[test]
+fn expirations_yield_keys_in_order_and_end_at_close() {
+    use futures_core::Stream;
+    use std::task::{Context, Poll};
+    let clock = ManualClock::new();
+    let q = DelayQueue::with_clock(clock.clone());
+    let b = q.offer("b", Duration::from_secs(2));
+    let a = q.offer("a", Duration::from_secs(1));
+    let mut s = q.expirations();
+    let waker = std::task::Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    assert!(std::pin::Pin::new(&mut s).poll_next(&mut cx).is_pending());
+    clock.advance(Duration::from_secs(2));
+    let mut next = || match std::pin::Pin::new(&mut s).poll_next(&mut cx) {
+        Poll::Ready(item) => item.map(|e| (e.key(), e.into_inner())),
+        Poll::Pending => panic!("due elements are ready"),
+    };
+    assert_eq!(next(), Some((a, "a")));
+    assert_eq!(next(), Some((b, "b")));
+    q.offer("due", Duration::ZERO);
+    q.close();
+    assert_eq!(
+        next().map(|(_, v)| v),
+        Some("due"),
+        "what is due comes first"
+    );
+    assert_eq!(next(), None, "then the stream ends");
+}
+
+/// Cancel safety: a stream or a `next_expired` future dropped while it waits takes nothing
+/// with it; the element is there for the next taker.
+#[test]
+fn a_dropped_pending_stream_or_future_loses_nothing() {
+    use futures_core::Stream;
+    use std::future::Future;
+    use std::task::Context;
+    let clock = ManualClock::new();
+    let q = DelayQueue::with_clock(clock.clone());
+    q.offer(1, Duration::from_millis(10));
+    q.offer(2, Duration::from_millis(10));
+    let waker = std::task::Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    let mut s = q.expirations();
+    assert!(std::pin::Pin::new(&mut s).poll_next(&mut cx).is_pending());
+    let mut f = Box::pin(q.next_expired());
+    assert!(f.as_mut().poll(&mut cx).is_pending());
+    clock.advance(Duration::from_millis(10));
+    drop(s);
+    drop(f);
+    assert_eq!(q.drain_expired(), [1, 2], "both still queued");
+}

@@ -50,7 +50,10 @@
 //!   for a due head (or a close) under the lock and waits on `timer_cv` with it released
 //!   atomically, and every head change, clock advance and close notifies `timer_cv` under
 //!   the lock. So a registered waker is woken once its head is due or the queue closes.
-//!   The timer exits when no waker is registered (a dropped future takes its own out).
+//!   A new waker registered while the timer runs notifies `timer_cv` too. The timer
+//!   exits when no waker is registered (a dropped future takes its own out): on the real
+//!   clock only after lingering `TIMER_LINGER` for a new one, so a consumer loop keeps one
+//!   thread.
 //! - I7: the ready lane (`lane.rs`) holds only entries that were due when queued, in
 //!   order; the head is the earlier of the lane's front and the heap's root, so entries
 //!   leave in exactly the order a heap alone would give (`store.rs`).
@@ -254,6 +257,11 @@ impl<E: Timed> State<E> {
     }
 }
 
+/// How long the async takes' timer thread waits for a new waiter before it exits (real
+/// clock): longer than the gap between two awaits of a consumer loop, short enough that an
+/// idle queue holds no thread for long.
+const TIMER_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Outcome of [`Locked::take`].
 #[derive(Debug)]
 pub(crate) enum Take<E> {
@@ -406,9 +414,20 @@ impl<E> BlockingQueue<E> {
 /// thread wakes it (I8).
 impl<E: Timed + Send + 'static> BlockingQueue<E> {
     pub(crate) fn poll_take(self: &Arc<Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
+        self.poll_take_keyed(cx)
+            .map(|taken| taken.map(|(entry, _)| entry))
+    }
+
+    /// As [`poll_take`](Self::poll_take), with the taken entry's handle. An entry leaves
+    /// the queue only in a poll that returns it: a future or stream dropped while pending
+    /// loses nothing (cancel safety).
+    pub(crate) fn poll_take_keyed(
+        self: &Arc<Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<(E, Handle)>> {
         let mut state = self.state.lock();
         if state.head_deadline().is_some_and(|d| d <= self.clock.now()) {
-            let entry = state.store.pop_head();
+            let entry = state.store.pop_keyed();
             self.signal_head_changed(&state); // the head moved on: waiting takers re-check
             return Poll::Ready(entry);
         }
@@ -419,6 +438,9 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
         // nothing due.
         if !state.async_waiters.iter().any(|w| w.will_wake(cx.waker())) {
             state.async_waiters.push(cx.waker().clone());
+            if state.timer_running {
+                self.timer_cv.notify_one(); // a lingering timer takes the new waiter on
+            }
         }
         if !state.timer_running {
             state.timer_running = true;
@@ -438,15 +460,29 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
 
     /// The timer thread of the async takes (I8): while wakers wait, it sleeps until the
     /// head is due (or changes, or the clock advances, or the queue closes), then wakes
-    /// them all; they poll again and one takes the head. It exits when none waits.
+    /// them all; they poll again and one takes the head. When none waits it lingers for
+    /// [`TIMER_LINGER`] on the real clock (an open queue), so that a loop awaiting one
+    /// element after another keeps one thread instead of starting one per element; it
+    /// exits when the linger ends with no waiter, at once on virtual time, or once closed.
     fn run_timer(self: Arc<Self>) {
         let real = matches!(self.clock, Clock::Real { .. });
         let mut state = self.state.lock();
+        // When the current linger ends (real clock, no waiter since it began).
+        let mut linger_until: Option<Instant> = None;
         loop {
             if state.async_waiters.is_empty() {
+                if real && !state.closed {
+                    let until = *linger_until.get_or_insert_with(|| Instant::now() + TIMER_LINGER);
+                    if Instant::now() < until {
+                        // Woken early by a head change or a dropped future: linger on.
+                        wait(&self.timer_cv, &mut state, Some(until));
+                        continue;
+                    }
+                }
                 state.timer_running = false;
                 return;
             }
+            linger_until = None;
             let head = state.head_deadline();
             if state.closed || head.is_some_and(|d| d <= self.clock.now()) {
                 let wakers = std::mem::take(&mut state.async_waiters);
