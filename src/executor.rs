@@ -96,7 +96,7 @@ impl ScheduledThreadPoolExecutor {
     /// not listed. It locks every shard of the queue once, briefly, and copies: O(n).
     ///
     /// ```
-    /// use schedpool::{ManualClock, Periodic, ScheduledThreadPoolExecutor};
+    /// use schedpool::{ManualClock, Periodic, ScheduledThreadPoolExecutor, TaskKind};
     /// use std::time::Duration;
     ///
     /// let clock = ManualClock::new();
@@ -109,7 +109,8 @@ impl ScheduledThreadPoolExecutor {
     /// let tasks = pool.scheduled_tasks();
     /// assert_eq!(tasks.len(), 2);
     /// assert_eq!(tasks[0].name.as_deref(), Some("metrics flush")); // due in 1 s
-    /// assert_eq!((tasks[1].kind, tasks[1].deadline), ("once", clock.now() + Duration::from_secs(5)));
+    /// assert_eq!((tasks[1].kind, tasks[1].deadline), (TaskKind::Once, clock.now() + Duration::from_secs(5)));
+    /// assert_eq!(tasks[1].due_in, Duration::from_secs(5));
     /// ```
     pub fn scheduled_tasks(&self) -> Vec<TaskInfo> {
         self.shared.scheduled_tasks()
@@ -332,7 +333,8 @@ impl ScheduledThreadPoolExecutor {
     /// [`scheduled_tasks`](Self::scheduled_tasks) then show (a periodic task is named by
     /// [`Periodic::name`]). The name is shared by every task submitted through the
     /// returned [`Named`], so naming costs a reference count per task, and nothing for
-    /// tasks submitted without a name.
+    /// tasks submitted without a name. The `Named` holds a handle to the pool, like a clone
+    /// of this one, so it can be stored and moved.
     ///
     /// ```
     /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
@@ -348,8 +350,8 @@ impl ScheduledThreadPoolExecutor {
     /// assert_eq!(fut.get().unwrap(), "timed out");
     /// pool.close();
     /// ```
-    pub fn named(&self, name: impl Into<String>) -> Named<'_> {
-        Named::new(self, name.into())
+    pub fn named(&self, name: impl Into<String>) -> Named {
+        Named::new(self.clone(), name.into())
     }
 
     /// Runs `task` periodically as `spec` says: fixed rate (with a [`MissedTicks`]
@@ -840,6 +842,7 @@ impl fmt::Debug for Terminated {
 impl fmt::Debug for ScheduledThreadPoolExecutor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScheduledThreadPoolExecutor")
+            .field("name", &self.name())
             .field("core_pool_size", &self.core_pool_size())
             .field("pool", &*self.shared)
             .finish()

@@ -194,6 +194,7 @@ impl<T: Send> Future for ScheduledFuture<T> {
 impl<T> fmt::Debug for ScheduledFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScheduledFuture")
+            .field("name", &self.job().name())
             .field("task", self.job().header())
             .finish()
     }
@@ -243,6 +244,7 @@ impl CancelHandle {
 impl fmt::Debug for CancelHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CancelHandle")
+            .field("name", &self.job.name())
             .field("task", self.job.header())
             .finish()
     }

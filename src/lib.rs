@@ -135,7 +135,7 @@ pub use named::Named;
 pub use periodic::{Backoff, MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use queue::SpinPolicy;
-pub use stats::{LastRun, PoolStats, TaskInfo};
+pub use stats::{LastRun, PoolStats, TaskInfo, TaskKind};
 
 /// The design notes (`docs/DESIGN.md`): the architecture, its invariants and orderings.
 #[doc = include_str!("../docs/DESIGN.md")]

@@ -16,6 +16,10 @@ use crate::task::Plain;
 /// span and of a panic's log line, in [`TaskInfo::name`](crate::TaskInfo::name), and in
 /// [`TaskContext::name`].
 ///
+/// It owns a handle to the pool, as a clone of the executor does (the pool is not shut
+/// down by the drop of the last other handle while it exists), so it can be stored beside
+/// the pool, in a struct, or moved into another thread; it is `Clone`, `Send` and `Sync`.
+///
 /// ```
 /// use schedpool::{ScheduledThreadPoolExecutor, TaskContext};
 /// use std::time::Duration;
@@ -31,13 +35,13 @@ use crate::task::Plain;
 /// pool.close();
 /// ```
 #[derive(Clone)]
-pub struct Named<'a> {
-    pool: &'a ScheduledThreadPoolExecutor,
+pub struct Named {
+    pool: ScheduledThreadPoolExecutor,
     name: Arc<str>,
 }
 
-impl<'a> Named<'a> {
-    pub(crate) fn new(pool: &'a ScheduledThreadPoolExecutor, name: String) -> Self {
+impl Named {
+    pub(crate) fn new(pool: ScheduledThreadPoolExecutor, name: String) -> Self {
         Named {
             pool,
             name: name.into(),
@@ -112,7 +116,7 @@ impl<'a> Named<'a> {
     }
 }
 
-impl fmt::Debug for Named<'_> {
+impl fmt::Debug for Named {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Named")
             .field("pool", &self.pool.name())

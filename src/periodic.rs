@@ -163,14 +163,19 @@ pub(crate) struct RunTimes {
 }
 
 impl Schedule {
+    /// How it schedules ([`TaskInfo::kind`](crate::TaskInfo::kind)).
+    pub(crate) fn kind(&self) -> crate::TaskKind {
+        match self {
+            Schedule::Once => crate::TaskKind::Once,
+            Schedule::FixedRate(..) => crate::TaskKind::FixedRate,
+            Schedule::FixedDelay(_) => crate::TaskKind::FixedDelay,
+            Schedule::Trigger(_) => crate::TaskKind::Trigger,
+        }
+    }
+
     /// The `kind` field of the `task` span.
     pub(crate) fn name(&self) -> &'static str {
-        match self {
-            Schedule::Once => "once",
-            Schedule::FixedRate(..) => "fixed_rate",
-            Schedule::FixedDelay(_) => "fixed_delay",
-            Schedule::Trigger(_) => "trigger",
-        }
+        self.kind().as_str()
     }
 
     /// Every schedule but `Once` runs more than once.

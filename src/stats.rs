@@ -101,10 +101,12 @@ pub struct PoolStats {
 pub struct TaskInfo {
     /// The name given with [`Periodic::name`](crate::Periodic::name), if any.
     pub name: Option<String>,
-    /// `"once"`, `"fixed_rate"`, `"fixed_delay"` or `"trigger"`.
-    pub kind: &'static str,
+    /// How it is scheduled.
+    pub kind: TaskKind,
     /// When it runs next, in the executor's clock.
     pub deadline: Instant,
+    /// How long until then, from the snapshot (zero if it is due).
+    pub due_in: Duration,
     /// Runs so far (a periodic task's; 0 for a one-shot, which is queued only before its
     /// run).
     pub runs: u64,
@@ -113,6 +115,47 @@ pub struct TaskInfo {
     /// Cancelled but still queued (only with `remove_on_cancel` off, until a purge or its
     /// deadline).
     pub cancelled: bool,
+}
+
+/// How a task is scheduled ([`TaskInfo::kind`]); [`as_str`](TaskKind::as_str) is the
+/// `kind` field of its `task` span.
+///
+/// ```
+/// use schedpool::TaskKind;
+///
+/// assert_eq!(TaskKind::FixedRate.as_str(), "fixed_rate");
+/// assert_eq!(TaskKind::Once.to_string(), "once");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskKind {
+    /// A one-shot (`schedule`, `submit`, `execute`, `named`).
+    Once,
+    /// Fixed rate (`schedule_at_fixed_rate`, `Periodic::at_fixed_rate`).
+    FixedRate,
+    /// Fixed delay (`schedule_with_fixed_delay`, `Periodic::with_fixed_delay`).
+    FixedDelay,
+    /// A [`Trigger`](crate::Trigger) (cron among them).
+    Trigger,
+}
+
+impl TaskKind {
+    /// `"once"`, `"fixed_rate"`, `"fixed_delay"` or `"trigger"`: the `kind` field of the
+    /// task's span.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::Once => "once",
+            TaskKind::FixedRate => "fixed_rate",
+            TaskKind::FixedDelay => "fixed_delay",
+            TaskKind::Trigger => "trigger",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// How a periodic task's last run went ([`TaskInfo::last_run`]).

@@ -1463,3 +1463,48 @@ fn a_pending_task_tells_its_name_and_deadline() {
         "{debug}"
     );
 }
+
+/// `Named` owns a handle: it can be stored in a struct beside nothing else, moved into a
+/// thread, and it keeps the pool up as a clone of the executor would; the drop of the
+/// last handle, the `Named` included, shuts the pool down.
+#[test]
+fn a_named_view_is_a_handle_that_can_be_stored_and_moved() {
+    struct Mailer {
+        timeouts: schedpool::Named,
+    }
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let mailer = Mailer {
+        timeouts: pool.named("mail-timeout"),
+    };
+    let watch = pool.terminated();
+    drop(pool);
+    let f = thread::spawn(move || {
+        let f = mailer.timeouts.submit(|| 5).expect("the pool is still up");
+        (f.get().unwrap(), mailer)
+    });
+    let (got, mailer) = f.join().unwrap();
+    assert_eq!(got, 5);
+    assert_eq!(mailer.timeouts.name(), "mail-timeout");
+    drop(mailer); // the last handle
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(watch);
+}
+
+#[test]
+fn names_show_in_the_debug_of_the_pool_and_of_futures() {
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .name("billing")
+        .core_pool_size(1)
+        .build();
+    let f = pool
+        .named("invoice")
+        .schedule(Duration::from_secs(3600), || ())
+        .unwrap();
+    assert!(format!("{pool:?}").contains("\"billing\""), "{pool:?}");
+    assert!(format!("{f:?}").contains("\"invoice\""), "{f:?}");
+    let h = f.cancel_handle();
+    assert!(format!("{h:?}").contains("\"invoice\""), "{h:?}");
+    drop(pool.shutdown_now());
+}

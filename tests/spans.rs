@@ -164,7 +164,7 @@ fn task_spans_carry_name_and_kind_and_follow_from_the_submitters_span() {
     let queued = pool.scheduled_tasks();
     assert_eq!(queued.len(), 1);
     assert_eq!(queued[0].name.as_deref(), Some("request-timeout"));
-    assert_eq!(queued[0].kind, "once");
+    assert_eq!(queued[0].kind, schedpool::TaskKind::Once);
     clock.advance(sec(5));
     assert_eq!(got(fut).unwrap(), 7);
     let spans = rec.tasks_named("request-timeout");

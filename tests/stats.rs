@@ -443,7 +443,7 @@ fn a_submission_refused_for_want_of_a_thread_is_not_counted_as_accepted() {
 
 #[test]
 fn scheduled_tasks_shows_names_kinds_deadlines_runs_and_last_outcomes() {
-    use schedpool::{LastRun, Next, OnPanic, Periodic};
+    use schedpool::{LastRun, Next, OnPanic, Periodic, TaskKind};
     let clock = ManualClock::new();
     let pool = ScheduledThreadPoolExecutor::builder()
         .core_pool_size(1)
@@ -490,10 +490,10 @@ fn scheduled_tasks_shows_names_kinds_deadlines_runs_and_last_outcomes() {
     assert_eq!(
         view,
         [
-            (None, "once", s(5), 0, None, true),
+            (None, TaskKind::Once, s(5), 0, None, true),
             (
                 Some("ok"),
-                "fixed_rate",
+                TaskKind::FixedRate,
                 s(10),
                 1,
                 Some(LastRun::Completed),
@@ -501,7 +501,7 @@ fn scheduled_tasks_shows_names_kinds_deadlines_runs_and_last_outcomes() {
             ),
             (
                 Some("panics"),
-                "fixed_rate",
+                TaskKind::FixedRate,
                 s(10),
                 1,
                 Some(LastRun::Panicked),
@@ -509,15 +509,20 @@ fn scheduled_tasks_shows_names_kinds_deadlines_runs_and_last_outcomes() {
             ),
             (
                 Some("fails"),
-                "fixed_delay",
+                TaskKind::FixedDelay,
                 s(20),
                 1,
                 Some(LastRun::Failed),
                 false
             ),
-            (None, "once", s(30), 0, None, false),
+            (None, TaskKind::Once, s(30), 0, None, false),
         ],
         "earliest first; equal deadlines in submission order"
+    );
+    let now = clock.now();
+    assert!(
+        tasks.iter().all(|t| t.due_in == t.deadline - now),
+        "due_in is the time left at the snapshot"
     );
     drop(pool.shutdown_now());
     assert!(pool.scheduled_tasks().is_empty());

@@ -53,14 +53,16 @@ impl Shared {
         // order is the queue's: (deadline, seq).
         queued.sort_by_key(|&(deadline, seq, _)| (deadline, seq));
         let clock = self.clock();
+        let now = clock.now();
         queued
             .iter()
             .map(|(deadline, _, job)| {
                 let (runs, last_run) = job.record();
                 TaskInfo {
                     name: job.name().map(str::to_owned),
-                    kind: job.schedule().name(),
+                    kind: job.schedule().kind(),
                     deadline: clock.instant_of(*deadline),
+                    due_in: crate::clock::since(*deadline, now),
                     runs,
                     last_run,
                     cancelled: job.header().state() == state::CANCELLED,
