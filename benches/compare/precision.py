@@ -54,14 +54,7 @@ def main():
             if sid == system:
                 return ["env", f"SCHEDPOOL_PRECISION_US={us}", f"SCHEDPOOL_SPIN={spin}",
                         str(binary), "schedpool", workload]
-        runtime, name = next((r, n) for s, _, r, n in run.SYSTEMS if s == system)
-        if runtime == "rust":
-            return [str(binary), name, workload]
-        major = int(runtime[4:])
-        if major not in jdks:
-            return None
-        return ([str(jdks[major] / "bin" / "java")] + run.shlex.split(run.java_opts())
-                + ["-cp", str(classes[major]), "Compare", name, workload])
+        return run.system_command(system, workload, binary, jdks, classes)
 
     systems = [s[0] for s in SETTINGS] + PEERS
     plan = [(r, w, s) for r in range(repeats) for w in WORKLOADS for s in systems]

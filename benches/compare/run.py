@@ -363,6 +363,19 @@ def run_process(cmd, timeout):
         return {"error": f"bad JSON: {e}"}
 
 
+def system_command(system, workload, binary, jdks, classes, quick=False):
+    """The command line that runs `workload` on `system` (None: its JDK is missing)."""
+    runtime, name = next((r, n) for s, _, r, n in SYSTEMS if s == system)
+    tail = [name, workload] + (["--quick"] if quick else [])
+    if runtime == "rust":
+        return [str(binary)] + tail
+    major = int(runtime[4:])
+    if major not in jdks:
+        return None
+    return ([str(jdks[major] / "bin" / "java")] + shlex.split(java_opts())
+            + ["-cp", str(classes[major]), "Compare"] + tail)
+
+
 def run_all(quick):
     systems = env_list("COMPARE_SYSTEMS", [s[0] for s in SYSTEMS])
     workloads = env_list("COMPARE_WORKLOADS", WORKLOADS)
@@ -382,15 +395,7 @@ def run_all(quick):
     classes = {major: build_java(home, major) for major, home in jdks.items()}
 
     def command(system, workload):
-        runtime, name = next((r, n) for s, _, r, n in SYSTEMS if s == system)
-        tail = [name, workload] + (["--quick"] if quick else [])
-        if runtime == "rust":
-            return [str(binary)] + tail
-        major = int(runtime[4:])
-        if major not in jdks:
-            return None
-        return ([str(jdks[major] / "bin" / "java")] + shlex.split(java_opts())
-                + ["-cp", str(classes[major]), "Compare"] + tail)
+        return system_command(system, workload, binary, jdks, classes, quick)
 
     meta = machine_info(jdks)
     # The machine's own timed-wait latency (no pool), the floor under W2 and W6 lateness.
