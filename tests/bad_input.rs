@@ -18,7 +18,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{sec, BOUND};
+use common::{counter, load, sec, wait_until, BOUND};
 
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
@@ -33,28 +33,6 @@ fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
         .clock(clock.clone())
         .build();
     (clock, pool)
-}
-
-/// Polls `cond` until it holds or `BOUND` passes; `true` if it held.
-fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + BOUND;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
-}
-
-fn load(c: &AtomicUsize) -> usize {
-    c.load(Ordering::SeqCst)
 }
 
 fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
@@ -452,7 +430,7 @@ fn core_pool_size_zero_with_core_timeout_starts_a_thread_again_when_needed() {
     for round in 1..=3 {
         assert_eq!(pool.submit(move || round).unwrap().get().unwrap(), round);
         assert!(
-            eventually(|| load(&stops) == round && pool.stats().pool_size == 0),
+            wait_until(|| load(&stops) == round && pool.stats().pool_size == 0),
             "the idle thread times out"
         );
     }
@@ -468,13 +446,13 @@ fn shrinking_the_core_size_to_zero_keeps_one_thread_for_queued_tasks() {
     pool.set_core_pool_size(0);
     assert_eq!(pool.core_pool_size(), 0);
     assert!(
-        eventually(|| pool.stats().pool_size == 1),
+        wait_until(|| pool.stats().pool_size == 1),
         "surplus threads time out, one stays for the queued task"
     );
     clock.advance(sec(1));
     assert_eq!(queued.get().unwrap(), "still runs");
     // With nothing queued, the last thread may go too; a new task starts one again.
-    assert!(eventually(|| pool.stats().pool_size == 0));
+    assert!(wait_until(|| pool.stats().pool_size == 0));
     let fut = pool.schedule(sec(1), || "runs again").unwrap();
     assert_eq!(pool.stats().pool_size, 1);
     clock.advance(sec(1));
@@ -496,7 +474,7 @@ fn a_very_large_core_size_starts_one_thread_per_submission_and_no_more() {
             pool.submit(move || {
                 arrived.fetch_add(1, Ordering::SeqCst);
                 // All eight run at once: each submission started its own thread.
-                eventually(|| arrived.load(Ordering::SeqCst) == 8)
+                wait_until(|| arrived.load(Ordering::SeqCst) == 8)
             })
             .unwrap()
         })
@@ -892,7 +870,7 @@ fn idle_worker_cpu_with_zero_keep_alive(core: usize, allow_core_timeout: bool) -
         .build();
     // The worker may not exit (a task is queued) and has nothing due: it should sleep.
     let fut = pool.schedule(sec(3600), || "ran").unwrap();
-    assert!(eventually(|| !tid.lock().unwrap().is_empty()));
+    assert!(wait_until(|| !tid.lock().unwrap().is_empty()));
     let tid = tid.lock().unwrap().clone();
     let (ticks0, t0) = (thread_cpu_ticks(&tid), Instant::now());
     thread::sleep(Duration::from_millis(500));

@@ -4,12 +4,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
 mod common;
-use common::{sec, BOUND};
+use common::{counter, sec, wait_for, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -42,14 +42,6 @@ fn flush(pool: &ScheduledThreadPoolExecutor) {
     assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
 }
 
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let end = Instant::now() + BOUND;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
 /// Counts its own drops; captured by a closure, it tells when the closure was dropped.
 struct DropCount(Arc<AtomicUsize>);
 
@@ -57,10 +49,6 @@ impl Drop for DropCount {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
 }
 
 /// A gate a task blocks on: the task reports it started, then waits to be let go.
@@ -174,7 +162,7 @@ fn cancel_of_a_running_periodic_task_lets_the_run_finish_and_stops_it() {
     assert!(!fut.cancel());
     assert_eq!(ends.load(Ordering::SeqCst), 0);
     gate.go.send(()).unwrap();
-    wait_until("the run ended", || ends.load(Ordering::SeqCst) == 1);
+    wait_for("the run ended", || ends.load(Ordering::SeqCst) == 1);
     clock.advance(sec(10));
     flush(&pool);
     assert_eq!(starts.load(Ordering::SeqCst), 1);
@@ -245,7 +233,7 @@ fn closure_of_a_cancelled_running_periodic_task_is_dropped_once_the_run_ends() {
     assert!(fut.cancel());
     assert_eq!(drops.load(Ordering::SeqCst), 0, "the run still uses it");
     gate.go.send(()).unwrap();
-    wait_until("the closure was dropped", || {
+    wait_for("the closure was dropped", || {
         drops.load(Ordering::SeqCst) == 1
     });
     close(&pool);

@@ -10,9 +10,9 @@
 use std::panic::{catch_unwind, panic_any, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schedpool::{
     ManualClock, Periodic, RejectionPolicy, ScheduleError, ScheduledFuture,
@@ -20,7 +20,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{sec, BOUND};
+use common::{counter, load, sec, wait_until, Gate, BOUND};
 
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
@@ -30,28 +30,6 @@ fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
         .clock(clock.clone())
         .build();
     (clock, pool)
-}
-
-/// Polls `cond` until it holds or `BOUND` passes; `true` if it held.
-fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + BOUND;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
-}
-
-fn load(c: &AtomicUsize) -> usize {
-    c.load(Ordering::SeqCst)
 }
 
 fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
@@ -89,26 +67,6 @@ impl Drop for PanicOnDrop {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
         panic!("closure drop");
-    }
-}
-
-/// A gate tasks block on until the test opens it (bounded, so a failing test cannot
-/// wedge a worker forever).
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn open(&self) {
-        let (lock, cv) = &*self.0;
-        *lock.lock().unwrap() = true;
-        cv.notify_all();
-    }
-
-    fn wait(&self) {
-        let (lock, cv) = &*self.0;
-        let guard = lock.lock().unwrap();
-        let (guard, _) = cv.wait_timeout_while(guard, BOUND, |open| !*open).unwrap();
-        assert!(*guard, "gate never opened");
     }
 }
 
@@ -270,7 +228,7 @@ fn a_closure_whose_drop_panics_after_its_run_is_contained() {
         "max_runs reached: Ok, the drop panic is contained"
     );
     // The closure may be dropped just after the future completes.
-    assert!(eventually(|| load(&drops) == 2));
+    assert!(wait_until(|| load(&drops) == 2));
     assert_eq!(pool.submit(|| "alive").unwrap().get().unwrap(), "alive");
     finish(&pool);
 }
@@ -473,7 +431,7 @@ fn panicking_thread_hooks_do_not_stop_the_pool() {
             let arrived = arrived.clone();
             pool.submit(move || {
                 arrived.fetch_add(1, Ordering::SeqCst);
-                eventually(|| arrived.load(Ordering::SeqCst) == 3)
+                wait_until(|| arrived.load(Ordering::SeqCst) == 3)
             })
             .unwrap()
         })
@@ -574,7 +532,7 @@ fn a_long_blocking_task_does_not_hold_up_due_tasks_on_other_workers() {
         assert!(fut.wait_timeout(BOUND), "task {i} ran on the free worker");
         assert_eq!(fut.get().unwrap(), i);
     }
-    assert!(eventually(|| load(&periodic_runs) == 10));
+    assert!(wait_until(|| load(&periodic_runs) == 10));
     assert!(!blocker.is_done(), "the blocker is still blocked");
     gate.open();
     blocker.get().unwrap();

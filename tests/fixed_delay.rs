@@ -3,14 +3,14 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schedpool::{
     CancelHandle, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
 };
 
 mod common;
-use common::{manual_pool, sec, BOUND};
+use common::{manual_pool, sec, wait_for, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -27,14 +27,6 @@ fn close(pool: &ScheduledThreadPoolExecutor) {
 /// On a one-worker pool, a task due now runs after every task due earlier.
 fn flush(pool: &ScheduledThreadPoolExecutor) {
     assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
-}
-
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let end = Instant::now() + BOUND;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_micros(200));
-    }
 }
 
 fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
@@ -78,14 +70,14 @@ fn next_deadline_is_end_of_run_plus_delay() {
     assert!(fut.is_periodic());
     assert_eq!(fut.deadline(), t0 + sec(10));
     clock.advance(sec(10));
-    wait_until("the first run ended", || fut.deadline() == t0 + sec(25));
+    wait_for("the first run ended", || fut.deadline() == t0 + sec(25));
     assert_eq!(clock.now(), t0 + sec(15));
     assert_eq!(fut.delay(), sec(10));
     clock.advance(sec(9)); // t = 24: a fixed-rate task would have run at 20
     flush(&pool);
     assert_eq!(starts.lock().unwrap().len(), 1);
     clock.advance(sec(1)); // t = 25
-    wait_until("the second run ended", || fut.deadline() == t0 + sec(40));
+    wait_for("the second run ended", || fut.deadline() == t0 + sec(40));
     assert_eq!(*starts.lock().unwrap(), [sec(10), sec(25)]);
     shutdown_now_and_wait(&pool);
     assert!(outcome(fut).unwrap_err().is_cancelled());
@@ -103,11 +95,11 @@ fn a_late_start_shifts_every_later_run() {
         })
         .unwrap();
     clock.advance(sec(100)); // one late run, not 100 back to back
-    wait_until("the late run ended", || fut.deadline() == t0 + sec(101));
+    wait_for("the late run ended", || fut.deadline() == t0 + sec(101));
     flush(&pool);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     clock.advance(sec(1));
-    wait_until("the next run ended", || fut.deadline() == t0 + sec(102));
+    wait_for("the next run ended", || fut.deadline() == t0 + sec(102));
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     shutdown_now_and_wait(&pool);
 }
@@ -125,10 +117,10 @@ fn run_durations_add_up_over_many_runs() {
         })
         .unwrap();
     for k in 1..=10u64 {
-        wait_until("the run ended", || fut.deadline() == t0 + sec(5 * k));
+        wait_for("the run ended", || fut.deadline() == t0 + sec(5 * k));
         clock.advance(sec(3));
     }
-    wait_until("the last run ended", || fut.deadline() == t0 + sec(55));
+    wait_for("the last run ended", || fut.deadline() == t0 + sec(55));
     let expected: Vec<u64> = (0..=10).map(|k| 5 * k).collect();
     assert_eq!(*starts.lock().unwrap(), expected);
     shutdown_now_and_wait(&pool);
@@ -174,7 +166,7 @@ fn fixed_delay_on_the_real_clock_runs_until_cancelled() {
             r.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
-    wait_until("3 runs", || runs.load(Ordering::SeqCst) >= 3);
+    wait_for("3 runs", || runs.load(Ordering::SeqCst) >= 3);
     assert!(fut.cancel());
     assert!(fut.is_cancelled() && fut.is_done());
     close(&pool);

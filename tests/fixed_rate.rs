@@ -4,12 +4,12 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schedpool::{ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
 mod common;
-use common::{manual_pool, sec, BOUND};
+use common::{manual_pool, sec, wait_for, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -26,14 +26,6 @@ fn close(pool: &ScheduledThreadPoolExecutor) {
 /// On a one-worker pool, a task due now runs after every task due earlier.
 fn flush(pool: &ScheduledThreadPoolExecutor) {
     assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
-}
-
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let end = Instant::now() + BOUND;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_micros(200));
-    }
 }
 
 fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
@@ -82,14 +74,14 @@ fn next_deadline_is_previous_deadline_plus_period_not_end_of_run() {
     assert!(fut.is_periodic());
     assert_eq!(fut.deadline(), t0 + sec(10));
     clock.advance(sec(10));
-    wait_until("the first run ended", || fut.deadline() == t0 + sec(20));
+    wait_for("the first run ended", || fut.deadline() == t0 + sec(20));
     assert_eq!(clock.now(), t0 + sec(13));
     assert_eq!(fut.delay(), sec(7));
     clock.advance(sec(6)); // t = 19
     flush(&pool);
     assert_eq!(starts.lock().unwrap().len(), 1);
     clock.advance(sec(1)); // t = 20
-    wait_until("the second run ended", || fut.deadline() == t0 + sec(30));
+    wait_for("the second run ended", || fut.deadline() == t0 + sec(30));
     assert_eq!(*starts.lock().unwrap(), [sec(10), sec(20)]);
     assert!(!fut.is_done());
     shutdown_now_and_wait(&pool);
@@ -113,12 +105,12 @@ fn overrun_is_caught_up_back_to_back() {
         })
         .unwrap();
     clock.advance(ms(10));
-    wait_until("the overdue runs ended", || fut.deadline() == t0 + ms(40));
+    wait_for("the overdue runs ended", || fut.deadline() == t0 + ms(40));
     assert_eq!(*starts.lock().unwrap(), [10, 35, 35]);
     clock.advance(ms(5));
-    wait_until("the run at 40 ended", || fut.deadline() == t0 + ms(50));
+    wait_for("the run at 40 ended", || fut.deadline() == t0 + ms(50));
     clock.advance(ms(10));
-    wait_until("the run at 50 ended", || fut.deadline() == t0 + ms(60));
+    wait_for("the run at 50 ended", || fut.deadline() == t0 + ms(60));
     assert_eq!(*starts.lock().unwrap(), [10, 35, 35, 40, 50]);
     shutdown_now_and_wait(&pool);
     assert_eq!(pool.stats().completed_task_count, 5);
@@ -136,8 +128,8 @@ fn a_long_gap_replays_every_missed_run() {
         })
         .unwrap();
     clock.advance(sec(50));
-    wait_until("50 runs", || runs.load(Ordering::SeqCst) == 50);
-    wait_until("the next deadline", || fut.deadline() == t0 + sec(51));
+    wait_for("50 runs", || runs.load(Ordering::SeqCst) == 50);
+    wait_for("the next deadline", || fut.deadline() == t0 + sec(51));
     flush(&pool);
     assert_eq!(runs.load(Ordering::SeqCst), 50);
     shutdown_now_and_wait(&pool);
@@ -167,8 +159,8 @@ fn runs_never_overlap_and_each_sees_the_previous_one() {
         .unwrap();
     let t0 = clock.now();
     clock.advance(ms(300));
-    wait_until("300 runs", || seen.load(Ordering::SeqCst) == 300);
-    wait_until("the next deadline", || fut.deadline() == t0 + ms(301));
+    wait_for("300 runs", || seen.load(Ordering::SeqCst) == 300);
+    wait_for("the next deadline", || fut.deadline() == t0 + ms(301));
     assert_eq!(overlaps.load(Ordering::SeqCst), 0);
     shutdown_now_and_wait(&pool);
     assert_eq!(pool.stats().completed_task_count, 300);
@@ -190,7 +182,7 @@ fn an_hour_in_one_second_steps_runs_3600_times() {
         clock.advance(sec(1));
         assert_eq!(rx.recv_timeout(BOUND), Ok(i));
     }
-    wait_until("the last run ended", || fut.deadline() == t0 + sec(3601));
+    wait_for("the last run ended", || fut.deadline() == t0 + sec(3601));
     flush(&pool);
     assert_eq!(rx.try_recv(), Err(mpsc::TryRecvError::Empty));
     shutdown_now_and_wait(&pool);
@@ -213,13 +205,13 @@ fn an_hour_in_ten_minute_steps_runs_3601_times_from_zero() {
             r.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
-    wait_until("the run at 0", || runs.load(Ordering::SeqCst) == 1);
+    wait_for("the run at 0", || runs.load(Ordering::SeqCst) == 1);
     for step in 1..=6 {
         clock.advance(sec(600));
         let expected = 1 + 600 * step;
-        wait_until("a step's runs", || runs.load(Ordering::SeqCst) == expected);
+        wait_for("a step's runs", || runs.load(Ordering::SeqCst) == expected);
     }
-    wait_until("the next deadline", || fut.deadline() == t0 + sec(3601));
+    wait_for("the next deadline", || fut.deadline() == t0 + sec(3601));
     flush(&pool);
     assert_eq!(runs.load(Ordering::SeqCst), 3601);
     shutdown_now_and_wait(&pool);
@@ -243,13 +235,13 @@ fn deadline_is_the_current_runs_until_it_ends_then_the_next() {
     assert_eq!(fut.deadline(), t0 + sec(10));
     assert_eq!(fut.delay(), Duration::ZERO);
     go.send(()).unwrap();
-    wait_until("the run ended", || fut.deadline() == t0 + sec(20));
+    wait_for("the run ended", || fut.deadline() == t0 + sec(20));
     assert_eq!(fut.delay(), sec(10));
     clock.advance(sec(10));
     started.recv_timeout(BOUND).unwrap();
     assert_eq!(fut.deadline(), t0 + sec(20));
     go.send(()).unwrap();
-    wait_until("the run ended", || fut.deadline() == t0 + sec(30));
+    wait_for("the run ended", || fut.deadline() == t0 + sec(30));
     assert!(!fut.is_done());
     shutdown_now_and_wait(&pool);
 }
@@ -271,7 +263,7 @@ fn initial_delay_counts_from_scheduling_time() {
     flush(&pool);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     clock.advance(sec(1));
-    wait_until("the first run", || fut.deadline() == t + sec(7));
+    wait_for("the first run", || fut.deadline() == t + sec(7));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     shutdown_now_and_wait(&pool);
 }
@@ -288,7 +280,7 @@ fn huge_period_saturates_instead_of_overflowing() {
         .unwrap();
     clock.advance(sec(1));
     let t1 = clock.now();
-    wait_until("the first run ended", || fut.deadline() > t1);
+    wait_for("the first run ended", || fut.deadline() > t1);
     assert!(fut.delay() > Duration::from_secs(100 * 365 * 24 * 3600));
     clock.advance(Duration::from_secs(3600 * 24 * 365));
     flush(&pool);
@@ -307,7 +299,7 @@ fn fixed_rate_on_the_real_clock_keeps_running_until_cancelled() {
             r.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap();
-    wait_until("5 runs", || runs.load(Ordering::SeqCst) >= 5);
+    wait_for("5 runs", || runs.load(Ordering::SeqCst) >= 5);
     assert!(fut.cancel());
     let after_cancel = runs.load(Ordering::SeqCst);
     close(&pool);

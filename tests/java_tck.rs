@@ -29,7 +29,7 @@
 //!   the port of `testShutdownNow_delayedTasks`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -39,7 +39,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{manual_pool, wait_until, BOUND};
+use common::{counter, load, manual_pool, wait_until, Gate, BOUND};
 
 /// Java's `timeoutMillis()` for real-time ports: a lower bound only, never an upper one.
 const SHORT: Duration = Duration::from_millis(30);
@@ -60,33 +60,6 @@ fn advance_until(clock: &ManualClock, mut cond: impl FnMut() -> bool) -> bool {
         }
         done
     })
-}
-
-/// Java's `CountDownLatch(1)` used as a release signal (bounded wait).
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn open(&self) {
-        let (lock, cv) = &*self.0;
-        *lock.lock().unwrap() = true;
-        cv.notify_all();
-    }
-
-    fn wait(&self) {
-        let (lock, cv) = &*self.0;
-        let guard = lock.lock().unwrap();
-        let (guard, _) = cv.wait_timeout_while(guard, BOUND, |open| !*open).unwrap();
-        assert!(*guard, "gate never opened");
-    }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
-}
-
-fn load(c: &AtomicUsize) -> usize {
-    c.load(Ordering::SeqCst)
 }
 
 fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {

@@ -13,8 +13,6 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant};
 
 use schedpool::{
     Builder, DelayQueue, ManualClock, Periodic, PriorityBlockingQueue, RejectionPolicy,
@@ -22,29 +20,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{sec, BOUND};
-
-/// Polls `cond` until it holds or `BOUND` passes; `true` if it held.
-fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let give_up = Instant::now() + BOUND;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= give_up {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
-}
-
-fn load(c: &AtomicUsize) -> usize {
-    c.load(Ordering::SeqCst)
-}
+use common::{counter, load, sec, wait_until, BOUND};
 
 /// Counts its own drops; captured by a closure, it tells when the closure was dropped.
 #[derive(Debug)]
@@ -188,7 +164,7 @@ fn cancelling_a_running_periodic_task_frees_its_closure_when_the_run_ends() {
     assert!(fut.cancel());
     assert_eq!(load(&drops), 0, "the running closure is still in use");
     go.send(()).unwrap();
-    assert!(eventually(|| load(&drops) == 1), "freed when its run ended");
+    assert!(wait_until(|| load(&drops) == 1), "freed when its run ended");
     assert!(fut.get().unwrap_err().is_cancelled());
     pool.close();
 }
@@ -211,7 +187,7 @@ fn dropping_the_last_handle_frees_queued_periodic_tasks_at_once_and_the_core_lat
     drop(pool); // shutdown: the default policy cancels queued periodic tasks
     assert_eq!(load(&drops), 8, "freed by the drop itself");
     assert!(
-        eventually(|| core.is_freed()),
+        wait_until(|| core.is_freed()),
         "workers exit, then the core is freed"
     );
     assert_eq!(load(&core.stopped), 2);
@@ -236,9 +212,9 @@ fn dropping_the_last_handle_runs_kept_delayed_tasks_then_frees_everything() {
     assert_eq!(load(&drops), 0);
     assert!(!core.is_freed(), "a worker still waits for the kept tasks");
     clock.advance(sec(5));
-    assert!(eventually(|| load(&drops) == 5));
+    assert!(wait_until(|| load(&drops) == 5));
     assert_eq!(load(&ran), 5);
-    assert!(eventually(|| core.is_freed()));
+    assert!(wait_until(|| core.is_freed()));
 }
 
 #[test]
@@ -256,7 +232,7 @@ fn dropping_the_last_handle_frees_delayed_tasks_the_policy_cancels() {
     assert_eq!(load(&drops), 5, "freed by the drop itself");
     assert!(futs.iter().all(|f| f.is_cancelled()));
     drop(futs);
-    assert!(eventually(|| core.is_freed()));
+    assert!(wait_until(|| core.is_freed()));
 }
 
 #[test]
@@ -288,7 +264,7 @@ fn close_and_shutdown_now_free_every_queued_task() {
     drop(pool);
     assert!(!core.is_freed(), "a future still holds the core");
     drop(periodic);
-    assert!(eventually(|| core.is_freed()));
+    assert!(wait_until(|| core.is_freed()));
 }
 
 #[test]
@@ -301,10 +277,10 @@ fn futures_and_handles_that_outlive_the_pool_free_it_when_they_go() {
     drop(pool);
     clock.advance(sec(1));
     assert_eq!(fut.get().unwrap(), 1);
-    assert!(eventually(|| load(&core.stopped) == 1), "the worker exited");
+    assert!(wait_until(|| load(&core.stopped) == 1), "the worker exited");
     assert!(!core.is_freed(), "the cancel handle still holds the core");
     drop(handle);
-    assert!(eventually(|| core.is_freed()));
+    assert!(wait_until(|| core.is_freed()));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -332,7 +308,7 @@ fn unclaimed_outputs_are_freed() {
     let pending_fut = pool.schedule(sec(2), make()).unwrap();
     clock.advance(sec(1));
     assert!(pool.wait_idle(BOUND));
-    assert!(eventually(|| load(&outputs) == 1));
+    assert!(wait_until(|| load(&outputs) == 1));
     drop(kept);
     assert_eq!(load(&outputs), 2);
     drop(taken.get().unwrap());

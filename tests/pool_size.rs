@@ -7,42 +7,14 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor};
 
 mod common;
-use common::{manual_pool, sec, wait_until, BOUND};
-
-/// A gate tasks block on until the test opens it (bounded, so a failing test cannot
-/// wedge a worker forever).
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn open(&self) {
-        let (lock, cv) = &*self.0;
-        *lock.lock().unwrap() = true;
-        cv.notify_all();
-    }
-
-    fn wait(&self) {
-        let (lock, cv) = &*self.0;
-        let guard = lock.lock().unwrap();
-        let (guard, _) = cv.wait_timeout_while(guard, BOUND, |open| !*open).unwrap();
-        assert!(*guard, "gate never opened");
-    }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
-}
-
-fn load(c: &AtomicUsize) -> usize {
-    c.load(Ordering::SeqCst)
-}
+use common::{counter, load, manual_pool, sec, wait_until, Gate, BOUND};
 
 /// Submits a task that signals `started` and blocks on `gate`.
 fn blocker(

@@ -3,14 +3,13 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use schedpool::{
     CancelHandle, ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
 };
 
 mod common;
-use common::{manual_pool, sec, BOUND};
+use common::{manual_pool, sec, wait_for, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -37,14 +36,6 @@ fn counted_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor, Arc<A
         })
         .build();
     (clock, pool, stopped)
-}
-
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let end = Instant::now() + BOUND;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_micros(200));
-    }
 }
 
 #[test]
@@ -78,7 +69,7 @@ fn periodic_task_schedules_one_shots() {
         .unwrap();
     for k in 1..=3 {
         clock.advance(sec(1));
-        wait_until("a run", || spawned.lock().unwrap().len() == k);
+        wait_for("a run", || spawned.lock().unwrap().len() == k);
     }
     assert!(fut.cancel());
     let results: Vec<u32> = std::mem::take(&mut *spawned.lock().unwrap())
@@ -150,7 +141,7 @@ fn periodic_task_cancelling_itself_stops_after_the_run() {
     me.set(fut.cancel_handle()).unwrap();
     clock.advance(sec(1));
     assert!(fut.wait_timeout(BOUND));
-    wait_until("the run ended", || result.lock().unwrap().is_some());
+    wait_for("the run ended", || result.lock().unwrap().is_some());
     assert_eq!(*result.lock().unwrap(), Some((true, true, true)));
     clock.advance(sec(5));
     assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
@@ -176,7 +167,7 @@ fn task_drops_the_last_executor_handle() {
         "dropping the last handle deadlocked"
     );
     assert_eq!(outcome(fut).unwrap(), "dropped");
-    wait_until("the worker exited", || stopped.load(Ordering::SeqCst) == 1);
+    wait_for("the worker exited", || stopped.load(Ordering::SeqCst) == 1);
 }
 
 #[test]
@@ -191,7 +182,7 @@ fn closure_holding_the_last_handle_is_dropped_by_its_run() {
     drop(pool);
     clock.advance(sec(1));
     assert!(fut.wait_timeout(BOUND));
-    wait_until("the worker exited", || stopped.load(Ordering::SeqCst) == 1);
+    wait_for("the worker exited", || stopped.load(Ordering::SeqCst) == 1);
 }
 
 #[test]
@@ -207,7 +198,7 @@ fn cancel_drops_a_closure_holding_the_last_handle() {
     drop(pool);
     assert!(fut.cancel(), "cancel deadlocked or failed");
     assert!(fut.is_cancelled());
-    wait_until("the worker exited", || stopped.load(Ordering::SeqCst) == 1);
+    wait_for("the worker exited", || stopped.load(Ordering::SeqCst) == 1);
 }
 
 #[test]

@@ -17,7 +17,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{sec, wait_until, BOUND};
+use common::{counter, load, sec, wait_until, BOUND};
 
 fn bounded_pool(max: usize, policy: RejectionPolicy) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
@@ -29,14 +29,6 @@ fn bounded_pool(max: usize, policy: RejectionPolicy) -> (ManualClock, ScheduledT
         .rejection_policy(policy)
         .build();
     (clock, pool)
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
-}
-
-fn load(c: &AtomicUsize) -> usize {
-    c.load(Ordering::SeqCst)
 }
 
 fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {

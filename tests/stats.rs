@@ -5,7 +5,7 @@
 //! once the pool is quiet, or has terminated, it asserts equality.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Barrier, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Barrier};
 use std::time::Duration;
 
 use schedpool::{
@@ -14,7 +14,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{manual_pool, sec, wait_until, BOUND};
+use common::{counter, load, manual_pool, sec, wait_until, Gate, BOUND};
 
 /// Waits until the pool has finished `n` runs and no worker is between runs.
 fn wait_completed(pool: &ScheduledThreadPoolExecutor, n: u64) {
@@ -27,34 +27,6 @@ fn wait_completed(pool: &ScheduledThreadPoolExecutor, n: u64) {
         pool.stats()
     );
     assert_eq!(pool.stats().completed_task_count, n);
-}
-
-/// A gate tasks block on until the test opens it (bounded, so a failing test cannot
-/// wedge a worker forever).
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-
-impl Gate {
-    fn open(&self) {
-        let (lock, cv) = &*self.0;
-        *lock.lock().unwrap() = true;
-        cv.notify_all();
-    }
-
-    fn wait(&self) {
-        let (lock, cv) = &*self.0;
-        let guard = lock.lock().unwrap();
-        let (guard, _) = cv.wait_timeout_while(guard, BOUND, |open| !*open).unwrap();
-        assert!(*guard, "gate never opened");
-    }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
-}
-
-fn load(c: &AtomicUsize) -> usize {
-    c.load(Ordering::SeqCst)
 }
 
 fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {

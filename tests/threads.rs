@@ -2,14 +2,14 @@
 //! the last executor handle does to them.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
 mod common;
-use common::{sec, BOUND};
+use common::{counter, sec, wait_for, BOUND};
 
 /// The outcome of `fut`, waiting at most `BOUND` for it.
 fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
@@ -33,14 +33,6 @@ fn drop_bounded(pool: ScheduledThreadPoolExecutor) {
     rx.recv_timeout(BOUND).expect("dropping the handle blocked");
 }
 
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let end = Instant::now() + BOUND;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
 /// Waits, at most `BOUND`, until `cond` holds; `false` if it never did.
 fn eventually(cond: impl Fn() -> bool) -> bool {
     let end = Instant::now() + BOUND;
@@ -55,10 +47,6 @@ fn eventually(cond: impl Fn() -> bool) -> bool {
 
 fn thread_name() -> String {
     std::thread::current().name().unwrap_or("").to_owned()
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
 }
 
 #[test]
@@ -105,7 +93,7 @@ fn worker_indices_follow_start_order() {
         .build();
     for i in 0..4 {
         pool.schedule(sec(60), || ()).unwrap();
-        wait_until("the new worker started", || {
+        wait_for("the new worker started", || {
             started.lock().unwrap().len() == i + 1
         });
     }
@@ -139,7 +127,7 @@ fn worker_indices_are_never_reused() {
         })
         .build();
     let first = outcome(pool.submit(thread_name).unwrap()).unwrap();
-    wait_until("the idle worker timed out", || {
+    wait_for("the idle worker timed out", || {
         stopped.load(Ordering::SeqCst) == 1 && pool.stats().pool_size == 0
     });
     let second = outcome(pool.submit(thread_name).unwrap()).unwrap();
@@ -186,7 +174,7 @@ fn each_submission_starts_one_thread_while_fewer_than_core_run() {
     futs.push(pool.schedule_at_fixed_rate(sec(60), sec(1), || ()).unwrap());
     let stats = pool.stats();
     assert_eq!((stats.pool_size, stats.largest_pool_size), (3, 3));
-    wait_until("3 workers started", || started.load(Ordering::SeqCst) == 3);
+    wait_for("3 workers started", || started.load(Ordering::SeqCst) == 3);
     drop(pool.shutdown_now());
     assert!(pool.await_termination(BOUND));
     assert_eq!(started.load(Ordering::SeqCst), 3);
@@ -349,7 +337,7 @@ fn dropping_the_last_handle_does_not_block_and_workers_exit() {
             .unwrap()
         })
         .collect();
-    wait_until("both tasks run", || running.load(Ordering::SeqCst) == 2);
+    wait_for("both tasks run", || running.load(Ordering::SeqCst) == 2);
     drop_bounded(pool); // returns while both tasks still run
     assert!(
         futs.iter().all(|f| !f.is_done()),
@@ -360,7 +348,7 @@ fn dropping_the_last_handle_does_not_block_and_workers_exit() {
     for f in futs {
         assert!(outcome(f).unwrap(), "released, not timed out");
     }
-    wait_until("both workers exited", || {
+    wait_for("both workers exited", || {
         stopped.load(Ordering::SeqCst) == 2
     });
 }
@@ -381,7 +369,7 @@ fn dropping_the_last_handle_of_an_idle_pool_stops_its_workers() {
     assert!(!clone.is_shutdown(), "a handle is still alive");
     assert_eq!(outcome(clone.submit(|| 1).unwrap()).unwrap(), 1);
     drop_bounded(clone);
-    wait_until("every worker exited", || {
+    wait_for("every worker exited", || {
         stopped.load(Ordering::SeqCst) == 3
     });
 }
@@ -403,7 +391,7 @@ fn dropping_the_last_handle_still_runs_delayed_tasks_then_exits() {
     assert!(!fut.is_done());
     clock.advance(sec(5));
     assert_eq!(outcome(fut).unwrap(), "late");
-    wait_until("the worker exited", || stopped.load(Ordering::SeqCst) == 1);
+    wait_for("the worker exited", || stopped.load(Ordering::SeqCst) == 1);
 }
 
 #[test]

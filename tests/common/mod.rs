@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
@@ -54,3 +54,42 @@ impl Drop for DropCount {
 
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
+
+/// Waits until `cond` holds, panicking with `what` if [`BOUND`] passes first.
+pub(crate) fn wait_for(what: &str, cond: impl Fn() -> bool) {
+    let end = Instant::now() + BOUND;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// A fresh shared counter.
+pub(crate) fn counter() -> Arc<AtomicUsize> {
+    Arc::new(AtomicUsize::new(0))
+}
+
+/// A counter's value.
+pub(crate) fn load(c: &AtomicUsize) -> usize {
+    c.load(Ordering::SeqCst)
+}
+
+/// A gate tasks block on until the test opens it (Java's `CountDownLatch(1)` as a release
+/// signal); the wait is bounded, so a failing test cannot wedge a worker forever.
+#[derive(Clone, Default)]
+pub(crate) struct Gate(Arc<(Mutex<bool>, Condvar)>);
+
+impl Gate {
+    pub(crate) fn open(&self) {
+        let (lock, cv) = &*self.0;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+
+    pub(crate) fn wait(&self) {
+        let (lock, cv) = &*self.0;
+        let guard = lock.lock().unwrap();
+        let (guard, _) = cv.wait_timeout_while(guard, BOUND, |open| !*open).unwrap();
+        assert!(*guard, "gate never opened");
+    }
+}
