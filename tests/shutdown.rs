@@ -29,6 +29,32 @@ fn block_a_worker(
     .unwrap()
 }
 
+/// A pool of `core` workers on a fresh virtual clock whose thread hooks count the
+/// threads started and stopped.
+fn hooked_pool(
+    core: usize,
+) -> (
+    ManualClock,
+    ScheduledThreadPoolExecutor,
+    Arc<AtomicUsize>,
+    Arc<AtomicUsize>,
+) {
+    let clock = ManualClock::new();
+    let (starts, stops) = (counter(), counter());
+    let (a, b) = (starts.clone(), stops.clone());
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(core)
+        .clock(clock.clone())
+        .on_thread_start(move || {
+            a.fetch_add(1, Ordering::SeqCst);
+        })
+        .on_thread_stop(move || {
+            b.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    (clock, pool, starts, stops)
+}
+
 fn is_cancelled<T>(fut: ScheduledFuture<T>) -> bool {
     matches!(fut.get(), Err(TaskError::Cancelled))
 }
@@ -744,19 +770,7 @@ fn shutdown_and_shutdown_now_from_inside_a_task() {
 
 #[test]
 fn dropping_the_last_handle_shuts_down() {
-    let clock = ManualClock::new();
-    let (starts, stops) = (counter(), counter());
-    let (a, b) = (starts.clone(), stops.clone());
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(2)
-        .clock(clock.clone())
-        .on_thread_start(move || {
-            a.fetch_add(1, Ordering::SeqCst);
-        })
-        .on_thread_stop(move || {
-            b.fetch_add(1, Ordering::SeqCst);
-        })
-        .build();
+    let (clock, pool, starts, stops) = hooked_pool(2);
     let periodic = pool.schedule_at_fixed_rate(sec(1), sec(1), || ()).unwrap();
     let delayed = pool.schedule(sec(10), || 7).unwrap();
     let other = pool.clone();
@@ -1121,19 +1135,7 @@ fn a_periodic_task_that_shuts_its_pool_down_is_cancelled_after_its_run() {
 
 #[test]
 fn the_last_handle_dropped_inside_a_task_shuts_the_pool_down() {
-    let clock = ManualClock::new();
-    let (starts, stops) = (counter(), counter());
-    let (a, b) = (starts.clone(), stops.clone());
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(1)
-        .clock(clock.clone())
-        .on_thread_start(move || {
-            a.fetch_add(1, Ordering::SeqCst);
-        })
-        .on_thread_stop(move || {
-            b.fetch_add(1, Ordering::SeqCst);
-        })
-        .build();
+    let (clock, pool, starts, stops) = hooked_pool(1);
     let inner = pool.clone();
     let fut = pool
         .schedule(sec(1), move || {
