@@ -15,19 +15,8 @@ use schedpool::{
     ScheduledFuture, ScheduledThreadPoolExecutor, SpinPolicy, TaskError, TriggerContext,
 };
 
-const BOUND: Duration = Duration::from_secs(10);
-
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
+mod common;
+use common::{close, outcome};
 
 fn send<T: Send>() {}
 fn sync<T: Sync>() {}

@@ -9,19 +9,7 @@ use std::time::Duration;
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
 mod common;
-use common::{counter, sec, wait_for, BOUND};
-
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
+use common::{close, counter, flush, outcome, sec, wait_for, BOUND};
 
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     manual_pool_with(core, true)
@@ -35,11 +23,6 @@ fn manual_pool_with(core: usize, remove: bool) -> (ManualClock, ScheduledThreadP
         .clock(clock.clone())
         .build();
     (clock, pool)
-}
-
-/// On a one-worker pool, a task due now runs after every task due earlier.
-fn flush(pool: &ScheduledThreadPoolExecutor) {
-    assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
 }
 
 /// Counts its own drops; captured by a closure, it tells when the closure was dropped.

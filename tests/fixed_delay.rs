@@ -5,34 +5,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use schedpool::{
-    CancelHandle, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
-};
+use schedpool::{CancelHandle, ScheduleError, ScheduledThreadPoolExecutor};
 
 mod common;
-use common::{manual_pool, sec, wait_for, BOUND};
-
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
-
-/// On a one-worker pool, a task due now runs after every task due earlier.
-fn flush(pool: &ScheduledThreadPoolExecutor) {
-    assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
-}
-
-fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
-    drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND));
-}
+use common::{close, flush, manual_pool, outcome, sec, shutdown_now_and_wait, wait_for, BOUND};
 
 #[test]
 fn zero_delay_is_rejected_without_running_or_counting() {

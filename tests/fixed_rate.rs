@@ -6,32 +6,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use schedpool::{ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
+use schedpool::{ScheduleError, ScheduledThreadPoolExecutor};
 
 mod common;
-use common::{manual_pool, sec, wait_for, BOUND};
-
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
-
-/// On a one-worker pool, a task due now runs after every task due earlier.
-fn flush(pool: &ScheduledThreadPoolExecutor) {
-    assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
-}
-
-fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
-    drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND));
-}
+use common::{close, flush, manual_pool, outcome, sec, shutdown_now_and_wait, wait_for, BOUND};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)

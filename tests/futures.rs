@@ -9,22 +9,10 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use schedpool::{ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
+use schedpool::TaskError;
 
 mod common;
-use common::{manual_pool, sec, BOUND};
-
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
+use common::{close, manual_pool, outcome, sec, BOUND};
 
 fn wait_until(what: &str, cond: impl Fn() -> bool) {
     let end = Instant::now() + BOUND;

@@ -4,22 +4,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
+use schedpool::{ManualClock, ScheduledThreadPoolExecutor, TaskError};
 
 mod common;
-use common::{sec, BOUND};
-
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
+use common::{close, flush, outcome, sec, BOUND};
 
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
@@ -29,11 +17,6 @@ fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
         .clock(clock.clone())
         .build();
     (clock, pool)
-}
-
-/// On a one-worker pool, a task due now runs after every task due earlier.
-fn flush(pool: &ScheduledThreadPoolExecutor) {
-    assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
 }
 
 fn thread_name() -> String {

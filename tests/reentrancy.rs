@@ -4,24 +4,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use schedpool::{
-    CancelHandle, ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
-};
+use schedpool::{CancelHandle, ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor};
 
 mod common;
-use common::{manual_pool, sec, wait_for, BOUND};
-
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
+use common::{close, manual_pool, outcome, sec, wait_for, BOUND};
 
 /// A pool whose workers count their exits.
 fn counted_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor, Arc<AtomicUsize>) {

@@ -6,34 +6,12 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schedpool::{ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
+use schedpool::{ScheduledFuture, ScheduledThreadPoolExecutor};
 
 mod common;
-use common::{manual_pool, sec, BOUND};
+use common::{close, flush, manual_pool, outcome, sec, shutdown_now_and_wait, BOUND};
 
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
 const HUNDRED_YEARS: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-/// On a one-worker pool, a task due now runs after every task due earlier (or due now
-/// and submitted earlier): when it has run, so have they.
-fn flush(pool: &ScheduledThreadPoolExecutor) {
-    assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
-}
-
-fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
-    drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND));
-}
 
 #[test]
 fn schedule_runs_after_its_delay_and_yields_the_value() {

@@ -6,22 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
+use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
 
 mod common;
-use common::{counter, sec, wait_for, BOUND};
-
-/// The outcome of `fut`, waiting at most `BOUND` for it.
-fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
-    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
-    fut.get()
-}
-
-/// Shuts down and waits, at most `BOUND`, for termination.
-fn close(pool: &ScheduledThreadPoolExecutor) {
-    pool.shutdown();
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
+use common::{close, counter, outcome, sec, wait_for, BOUND};
 
 /// Drops `pool` on another thread; fails if that takes longer than `BOUND`.
 fn drop_bounded(pool: ScheduledThreadPoolExecutor) {

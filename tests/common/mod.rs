@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
 /// The bound on every real-time wait for something that must happen.
 pub(crate) const BOUND: Duration = Duration::from_secs(10);
@@ -92,4 +92,27 @@ impl Gate {
         let (guard, _) = cv.wait_timeout_while(guard, BOUND, |open| !*open).unwrap();
         assert!(*guard, "gate never opened");
     }
+}
+
+/// The outcome of `fut`, waiting at most [`BOUND`] for it.
+pub(crate) fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
+    assert!(fut.wait_timeout(BOUND), "the task did not finish in time");
+    fut.get()
+}
+
+/// Shuts down and waits, at most [`BOUND`], for termination.
+pub(crate) fn close(pool: &ScheduledThreadPoolExecutor) {
+    pool.shutdown();
+    assert!(pool.await_termination(BOUND), "the pool did not terminate");
+}
+
+/// On a one-worker pool, a task due now runs after every task due earlier.
+pub(crate) fn flush(pool: &ScheduledThreadPoolExecutor) {
+    assert!(pool.submit(|| ()).unwrap().wait_timeout(BOUND));
+}
+
+/// `shutdown_now`, its tasks dropped, and termination within [`BOUND`].
+pub(crate) fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
+    drop(pool.shutdown_now());
+    assert!(pool.await_termination(BOUND));
 }
