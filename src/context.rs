@@ -16,14 +16,7 @@
 //! once the task was cancelled (a periodic task by [`cancel`](crate::ScheduledFuture::cancel),
 //! any task by [`interrupt`](crate::ScheduledFuture::interrupt)) or the pool was stopped by
 //! [`shutdown_now`](crate::ScheduledThreadPoolExecutor::shutdown_now). What each caller
-//! sees:
-//!
-//! | call on a running task | returns | the future reports | the run |
-//! |---|---|---|---|
-//! | `cancel()`, one-shot | `false` | the run's outcome | goes on; `is_cancelled()` stays false |
-//! | `cancel()`, periodic | `true` | `Cancelled` (after this run) | goes on, sees `is_cancelled()`; no further run |
-//! | `interrupt()`, either | `true` | `Cancelled`, at once | goes on, sees `is_cancelled()`; its output is dropped |
-//! | `shutdown_now()` | the queued tasks | a one-shot: the run's outcome; a periodic task: `Cancelled` | sees `is_cancelled()` |
+//! sees is a table in [`TaskContext::is_cancelled`]'s public docs (one place).
 //!
 //! A run that waits inside itself (a back-off between attempts) uses
 //! [`TaskContext::sleep`], which each of these ends early: the pool keeps a list of
@@ -110,8 +103,17 @@ impl TaskContext<'_> {
     /// `cancel`, any task by `interrupt`), or the pool was stopped by `shutdown_now` while
     /// the task ran on one of its workers. (A task the caller runs itself, as a
     /// `PendingTask` handed back by `shutdown_now`, is not asked to stop by it.) A run that
-    /// does long work checks it now and then and returns early (see the module notes for
-    /// what each caller then sees).
+    /// does long work checks it now and then and returns early. What each caller sees:
+    ///
+    /// | call on a running task | returns | the future reports | the run |
+    /// |---|---|---|---|
+    /// | `cancel()`, one-shot | `false` | the run's outcome | goes on; `is_cancelled()` stays false |
+    /// | `cancel()`, periodic | `true` | `Cancelled` (after this run) | goes on, sees `is_cancelled()`; no further run |
+    /// | `interrupt()`, either | `true` | `Cancelled`, at once | goes on, sees `is_cancelled()`; its output is dropped |
+    /// | `shutdown_now()` | the queued tasks | a one-shot: the run's outcome; a periodic task: `Cancelled` | sees `is_cancelled()` |
+    ///
+    /// A run that waits inside itself uses [`sleep`](Self::sleep), which each of these
+    /// ends early.
     pub fn is_cancelled(&self) -> bool {
         self.cx.header.state() == state::CANCELLED
             || (self.cx.env.on_worker && self.pool().is_some_and(|p| p.is_stopping()))

@@ -103,9 +103,10 @@ pub struct TriggerContext {
 /// use schedpool::{Trigger, TriggerContext};
 /// use std::time::{Duration, Instant};
 ///
-/// /// Doubles the pause after each run, five runs in all.
-/// struct Backoff(Duration);
-/// impl Trigger for Backoff {
+/// /// Doubles the pause after each run, five runs in all. (Named so as not to clash with
+/// /// `schedpool::Backoff`, the fallible tasks' retry spacing, under a glob import.)
+/// struct Doubling(Duration);
+/// impl Trigger for Doubling {
 ///     fn next_deadline(&mut self, ctx: &TriggerContext) -> Option<Instant> {
 ///         self.0 *= 2;
 ///         (ctx.runs < 5).then(|| ctx.finished + self.0)
@@ -114,7 +115,7 @@ pub struct TriggerContext {
 ///
 /// let t0 = Instant::now();
 /// let ctx = TriggerContext { scheduled: t0, started: t0, finished: t0, runs: 1, panicked: false };
-/// assert_eq!(Backoff(Duration::from_secs(1)).next_deadline(&ctx), Some(t0 + Duration::from_secs(2)));
+/// assert_eq!(Doubling(Duration::from_secs(1)).next_deadline(&ctx), Some(t0 + Duration::from_secs(2)));
 /// ```
 pub trait Trigger: Send + 'static {
     /// The first deadline, given the earliest allowed (`now + initial_delay`); `None`
