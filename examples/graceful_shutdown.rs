@@ -140,15 +140,25 @@ fn shutdown_now_hands_back_pending_tasks() {
     let pool = ScheduledThreadPoolExecutor::new(1);
     let (started_tx, started) = mpsc::channel();
     let long_job = pool
-        .submit(move || {
+        .schedule_with_context(Duration::ZERO, move |cx| {
             let _ = started_tx.send(());
-            std::thread::sleep(ms(40));
-            "long job finished"
+            // A wait inside the run that shutdown_now (or an interrupt) cuts short.
+            if cx.sleep(ms(400)) {
+                "long job finished"
+            } else {
+                "long job stopped early: asked to stop while it slept"
+            }
         })
         .unwrap();
     started.recv_timeout(Duration::from_secs(5)).unwrap();
-    let email = pool.schedule(ms(30), || "email sent").unwrap();
-    let backup = pool.schedule(ms(10), || "backup done").unwrap();
+    let email = pool
+        .named("email")
+        .schedule(ms(30), || "email sent")
+        .unwrap();
+    let backup = pool
+        .named("backup")
+        .schedule(ms(10), || "backup done")
+        .unwrap();
     let metrics = pool.schedule_at_fixed_rate(ms(20), ms(20), || ()).unwrap();
 
     let begun = Instant::now();
@@ -160,9 +170,13 @@ fn shutdown_now_hands_back_pending_tasks() {
     );
     let mut pending = pending.into_iter();
     // Run the first one ourselves, on this thread; drop the rest (their futures are
-    // cancelled). The running job cannot be interrupted: it finishes.
+    // cancelled). The running job was asked to stop: its `cx.sleep` returns early.
     if let Some(first) = pending.next() {
-        println!("   running the first pending task on the caller's thread");
+        println!(
+            "   running the first pending task ({:?}, due {:?} after shutdown_now) on the caller's thread",
+            first.name().unwrap_or("unnamed"),
+            first.deadline().saturating_duration_since(begun)
+        );
         first.run();
     }
     for task in pending {
@@ -171,7 +185,10 @@ fn shutdown_now_hands_back_pending_tasks() {
         } else {
             "one-shot"
         };
-        println!("   dropping a pending {kind} task");
+        println!(
+            "   dropping a pending {kind} task ({:?})",
+            task.name().unwrap_or("unnamed")
+        );
         drop(task);
     }
     describe("backup (10 ms)", backup);
@@ -180,7 +197,7 @@ fn shutdown_now_hands_back_pending_tasks() {
     let terminated = pool.await_termination(Duration::from_secs(5));
     describe("long job (was running)", long_job);
     println!(
-        "   await_termination = {terminated} after {:?} (it waited for the running job)",
+        "   await_termination = {terminated} after {:?} (the running job, asked to stop, returned early)",
         begun.elapsed()
     );
     print_stats(&pool);
