@@ -634,6 +634,9 @@ impl Shared {
         if !won {
             return false;
         }
+        // A task taken out of the queue here was not running, so it cannot be asleep in
+        // `TaskContext::sleep`; any other may be.
+        let mut was_queued = false;
         // Relaxed: a setting; the removal itself is ordered by the home shard's lock (T4).
         if self.remove_on_cancel.load(Ordering::Relaxed) {
             let removed = self
@@ -641,12 +644,15 @@ impl Shared {
                 .lock(header.home())
                 .remove_tracked(&header.position); // T4
             if removed.is_some() {
+                was_queued = true;
                 wake_if_drained(self); // E3
             }
             drop(removed); // I4: outside the lock
         }
         job.finish_cancelled();
-        self.sleepers.wake(); // S1: the task may be running, asleep in `TaskContext::sleep`
+        if !was_queued {
+            self.sleepers.wake(); // S1: the task may be running, asleep in `sleep`
+        }
         true
     }
 
