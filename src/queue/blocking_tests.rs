@@ -124,3 +124,41 @@ fn wait_for(cond: impl Fn() -> bool) {
         std::thread::yield_now();
     }
 }
+
+/// W3 through a panic: a leader whose stop condition panics (caller code that runs inside
+/// the take) unwinds through the exit guard, which hands the head on to the follower.
+#[test]
+fn a_leader_whose_stop_condition_panics_hands_the_head_on() {
+    let (c, q) = manual();
+    offer(&q, 10 * MS, 1);
+    let leader = {
+        let (q, c) = (q.clone(), c.clone());
+        std::thread::spawn(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                q.lock().take(None, |_| {
+                    assert!(c.ticks() < 10 * MS, "the stop condition panics");
+                    false
+                })
+            }))
+            .is_err()
+        })
+    };
+    wait_for(|| q.lock().waiters.leader());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let follower = {
+        let q = q.clone();
+        std::thread::spawn(move || tx.send(take(&q)).unwrap())
+    };
+    wait_for(|| q.lock().waiters.followers() == 1);
+    c.advance(Duration::from_millis(10)); // wakes the leader only; it panics
+    assert!(
+        leader.join().unwrap(),
+        "the leader's stop condition panicked"
+    );
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)),
+        Ok(1),
+        "the follower was handed the head"
+    );
+    follower.join().unwrap();
+}

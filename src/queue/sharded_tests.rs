@@ -295,3 +295,41 @@ fn wait_for(cond: impl Fn() -> bool) {
         std::thread::yield_now();
     }
 }
+
+/// Q5/W3 through a panic, as in the blocking queue's test: the exit guard of a leader
+/// whose stop condition panics hands the head on, from any shard.
+#[test]
+fn a_leader_whose_stop_condition_panics_hands_the_head_on() {
+    let (c, q) = manual(2);
+    offer(&q, 1, 10 * MS, 1);
+    let leader = {
+        let (q, c) = (q.clone(), c.clone());
+        std::thread::spawn(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                q.take(None, |_| {
+                    assert!(c.ticks() < 10 * MS, "the stop condition panics");
+                    false
+                })
+            }))
+            .is_err()
+        })
+    };
+    wait_for(|| q.coord.lock().leader());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let follower = {
+        let q = q.clone();
+        std::thread::spawn(move || tx.send(take(&q)).unwrap())
+    };
+    wait_for(|| q.coord.lock().followers() == 1);
+    c.advance(Duration::from_millis(10)); // wakes the leader only; it panics
+    assert!(
+        leader.join().unwrap(),
+        "the leader's stop condition panicked"
+    );
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)),
+        Ok(1),
+        "the follower was handed the head"
+    );
+    follower.join().unwrap();
+}
