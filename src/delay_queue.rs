@@ -58,9 +58,46 @@ pub struct DelayKey {
 /// once the queue is closed and nothing is due.
 #[must_use = "a future does nothing unless polled"]
 pub struct NextExpired<T> {
+    waiting: Waiting<T>,
+}
+
+/// What an async take of a queue holds: the queue's core, and the waker it registered
+/// last, taken out again when it is dropped so that the timer can stop (I8 in
+/// `queue/mod.rs`). Shared by [`NextExpired`] and [`Expirations`].
+struct Waiting<T> {
     queue: Arc<BlockingQueue<TimedEntry<T>>>,
-    /// The waker this future registered last (taken out again when it is dropped).
     waker: Option<std::task::Waker>,
+}
+
+impl<T: Send + 'static> Waiting<T> {
+    fn new(queue: &Arc<BlockingQueue<TimedEntry<T>>>) -> Self {
+        Waiting {
+            queue: Arc::clone(queue),
+            waker: None,
+        }
+    }
+
+    /// One poll of the async take, keeping the registered waker up to date.
+    fn poll(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<(TimedEntry<T>, Handle)>> {
+        let polled = self.queue.poll_take_keyed(cx);
+        if polled.is_ready() {
+            self.waker = None; // nothing registered any more
+        } else if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            self.waker = Some(cx.waker().clone());
+        }
+        polled
+    }
+}
+
+impl<T> Drop for Waiting<T> {
+    fn drop(&mut self) {
+        if let Some(w) = self.waker.take() {
+            self.queue.forget_waker(&w);
+        }
+    }
 }
 
 impl<T: Send + 'static> std::future::Future for NextExpired<T> {
@@ -70,27 +107,9 @@ impl<T: Send + 'static> std::future::Future for NextExpired<T> {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<T>> {
-        let polled = self.queue.poll_take(cx);
-        match polled {
-            std::task::Poll::Ready(entry) => {
-                self.waker = None; // nothing registered any more
-                std::task::Poll::Ready(entry.map(|e| e.value))
-            }
-            std::task::Poll::Pending => {
-                if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    self.waker = Some(cx.waker().clone());
-                }
-                std::task::Poll::Pending
-            }
-        }
-    }
-}
-
-impl<T> Drop for NextExpired<T> {
-    fn drop(&mut self) {
-        if let Some(w) = self.waker.take() {
-            self.queue.forget_waker(&w);
-        }
+        self.waiting
+            .poll(cx)
+            .map(|taken| taken.map(|(entry, _)| entry.value))
     }
 }
 
@@ -105,10 +124,8 @@ impl<T> Drop for NextExpired<T> {
 /// other waiter, and kept between consecutive waits).
 #[must_use = "streams do nothing unless polled"]
 pub struct Expirations<T> {
-    queue: Arc<BlockingQueue<TimedEntry<T>>>,
+    waiting: Waiting<T>,
     id: u64,
-    /// The waker this stream registered last (taken out again when it is dropped).
-    waker: Option<std::task::Waker>,
 }
 
 impl<T: Send + 'static> futures_core::Stream for Expirations<T> {
@@ -118,36 +135,18 @@ impl<T: Send + 'static> futures_core::Stream for Expirations<T> {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Expired<T>>> {
-        let polled = self.queue.poll_take_keyed(cx);
-        match polled {
-            std::task::Poll::Ready(taken) => {
-                self.waker = None; // nothing registered any more
-                std::task::Poll::Ready(
-                    taken.map(|(entry, handle)| expired(&self.queue, self.id, entry, handle)),
-                )
-            }
-            std::task::Poll::Pending => {
-                if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    self.waker = Some(cx.waker().clone());
-                }
-                std::task::Poll::Pending
-            }
-        }
-    }
-}
-
-impl<T> Drop for Expirations<T> {
-    fn drop(&mut self) {
-        if let Some(w) = self.waker.take() {
-            self.queue.forget_waker(&w);
-        }
+        let id = self.id;
+        let polled = self.waiting.poll(cx);
+        polled.map(|taken| {
+            taken.map(|(entry, handle)| expired(&self.waiting.queue, id, entry, handle))
+        })
     }
 }
 
 impl<T> fmt::Debug for Expirations<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Expirations")
-            .field("waiting", &self.waker.is_some())
+            .field("waiting", &self.waiting.waker.is_some())
             .finish()
     }
 }
@@ -169,7 +168,7 @@ fn expired<T>(
 impl<T> fmt::Debug for NextExpired<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NextExpired")
-            .field("waiting", &self.waker.is_some())
+            .field("waiting", &self.waiting.waker.is_some())
             .finish()
     }
 }
@@ -324,8 +323,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// ```
     pub fn next_expired(&self) -> NextExpired<T> {
         NextExpired {
-            queue: Arc::clone(&self.inner),
-            waker: None,
+            waiting: Waiting::new(&self.inner),
         }
     }
 
@@ -359,9 +357,8 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// ```
     pub fn expirations(&self) -> Expirations<T> {
         Expirations {
-            queue: Arc::clone(&self.inner),
+            waiting: Waiting::new(&self.inner),
             id: self.id,
-            waker: None,
         }
     }
 

@@ -218,8 +218,8 @@ fn async_poller(q: &Arc<Q>) -> thread::JoinHandle<Option<u32>> {
         let waker = Waker::from(Arc::new(Unpark(thread::current())));
         let mut cx = Context::from_waker(&waker);
         loop {
-            if let Poll::Ready(e) = q.poll_take(&mut cx) {
-                return e.map(|e| e.value);
+            if let Poll::Ready(e) = q.poll_take_keyed(&mut cx) {
+                return e.map(|(e, _)| e.value);
             }
             thread::park(); // until the timer thread wakes it (I8); a lost wake-up deadlocks
         }

@@ -409,18 +409,13 @@ impl<E> BlockingQueue<E> {
     }
 }
 
-/// The async take (`DelayQueue::next_expired`): an entry due now, or `None` once the queue
-/// is closed and nothing is due; else its waker waits in the queue, and the queue's timer
-/// thread wakes it (I8).
+/// The async take (`DelayQueue::next_expired`, `DelayQueue::expirations`): an entry due
+/// now, or `None` once the queue is closed and nothing is due; else its waker waits in the
+/// queue, and the queue's timer thread wakes it (I8).
 impl<E: Timed + Send + 'static> BlockingQueue<E> {
-    pub(crate) fn poll_take(self: &Arc<Self>, cx: &mut Context<'_>) -> Poll<Option<E>> {
-        self.poll_take_keyed(cx)
-            .map(|taken| taken.map(|(entry, _)| entry))
-    }
-
-    /// As [`poll_take`](Self::poll_take), with the taken entry's handle. An entry leaves
-    /// the queue only in a poll that returns it: a future or stream dropped while pending
-    /// loses nothing (cancel safety).
+    /// One poll, with the taken entry's handle. An entry leaves the queue only in a poll
+    /// that returns it: a future or stream dropped while pending loses nothing (cancel
+    /// safety).
     pub(crate) fn poll_take_keyed(
         self: &Arc<Self>,
         cx: &mut Context<'_>,
