@@ -61,21 +61,11 @@ def main():
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     run.RESULTS.mkdir(exist_ok=True)
     out_path = run.RESULTS / f"precision-{stamp}.jsonl"
-    rows = []
     meta = {"load_start": run.loadavg(), "repeats": repeats}
     started = time.monotonic()
     with open(out_path, "w", encoding="utf-8") as out:
         out.write(json.dumps({"meta": meta}) + "\n")
-        for i, (rep, workload, system) in enumerate(plan, 1):
-            cmd = command(system, workload)
-            if cmd is None:
-                continue
-            result = run.run_process(cmd, 900)
-            row = {"system": system, "workload": workload, "repeat": rep, "result": result}
-            rows.append(row)
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            run.log(f"[{i}/{len(plan)}] {workload} {system:9} {result.get('error', 'ok')}")
+        rows = run.run_plan(plan, command, out, 900)
     meta["load_end"] = run.loadavg()
     meta["minutes"] = round((time.monotonic() - started) / 60, 1)
     section = render(rows, meta)

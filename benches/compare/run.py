@@ -412,24 +412,34 @@ def run_all(quick):
     started = time.monotonic()
     with open(out_path, "w", encoding="utf-8") as out:
         out.write(json.dumps({"meta": meta}) + "\n")
-        for i, (rep, workload, system) in enumerate(plan, 1):
-            cmd = command(system, workload)
-            if cmd is None:
-                continue
-            t0 = time.monotonic()
-            result = run_process(cmd, timeout)
-            wall = time.monotonic() - t0
-            row = {"system": system, "workload": workload, "repeat": rep,
-                   "wall_s": round(wall, 1), "result": result}
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            status = result.get("error", "ok")
-            log(f"[{i}/{len(plan)}] {workload:8} {system:10} #{rep + 1}  {wall:6.1f} s  {status}")
+        run_plan(plan, command, out, timeout)
         meta_end = {"meta_end": {"load_end": loadavg(),
                                  "minutes": round((time.monotonic() - started) / 60, 1)}}
         out.write(json.dumps(meta_end) + "\n")
     log(f"raw results: {out_path.relative_to(ROOT)}")
     return out_path
+
+
+def run_plan(plan, command, out, timeout):
+    """Runs each (repeat, workload, system) of `plan` as its own process (`command` gives
+    its command line, or None to skip it), writes a JSON line per run to `out`, and
+    returns the rows."""
+    rows = []
+    for i, (rep, workload, system) in enumerate(plan, 1):
+        cmd = command(system, workload)
+        if cmd is None:
+            continue
+        t0 = time.monotonic()
+        result = run_process(cmd, timeout)
+        wall = time.monotonic() - t0
+        row = {"system": system, "workload": workload, "repeat": rep,
+               "wall_s": round(wall, 1), "result": result}
+        rows.append(row)
+        out.write(json.dumps(row) + "\n")
+        out.flush()
+        status = result.get("error", "ok")
+        log(f"[{i}/{len(plan)}] {workload:8} {system:10} #{rep + 1}  {wall:6.1f} s  {status}")
+    return rows
 
 
 def env_list(var, default):
