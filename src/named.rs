@@ -19,6 +19,8 @@ use crate::task::Plain;
 /// It owns a handle to the pool, as a clone of the executor does (the pool is not shut
 /// down by the drop of the last other handle while it exists), so it can be stored beside
 /// the pool, in a struct, or moved into another thread; it is `Clone`, `Send` and `Sync`.
+/// Like any strong handle, one moved into a periodic task of its own pool keeps the pool
+/// alive (`docs/JAVA.md` §6.4; a [`WeakExecutor`](crate::WeakExecutor) avoids that).
 ///
 /// ```
 /// use schedpool::{ScheduledThreadPoolExecutor, TaskContext};
