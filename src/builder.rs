@@ -242,6 +242,9 @@ impl Builder {
     ///
     /// A task never starts before its deadline, whatever the precision; on a
     /// `ManualClock` the precision changes nothing (a wake-up there is an `advance`).
+    /// Precisions above [`MAX_TIMER_PRECISION`](Self::MAX_TIMER_PRECISION) (one second)
+    /// are taken as it: the setting shares wake-ups among nearby deadlines, it does not
+    /// postpone work (`Duration::MAX` would otherwise mean "never").
     ///
     /// ```
     /// use schedpool::ScheduledThreadPoolExecutor;
@@ -258,9 +261,12 @@ impl Builder {
     /// ```
     #[must_use]
     pub fn timer_precision(mut self, precision: Duration) -> Self {
-        self.config.timer_precision = precision;
+        self.config.timer_precision = precision.min(Self::MAX_TIMER_PRECISION);
         self
     }
+
+    /// The coarsest [`timer_precision`](Self::timer_precision): one second.
+    pub const MAX_TIMER_PRECISION: Duration = Duration::from_secs(1);
 
     /// The finished configuration (`build` is in `executor.rs`, so this file does not
     /// depend on the executor).

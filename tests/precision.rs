@@ -100,3 +100,20 @@ fn the_builder_shows_the_precision() {
     let b = Builder::new().timer_precision(Duration::from_micros(250));
     assert!(format!("{b:?}").contains("timer_precision: 250µs"));
 }
+
+#[test]
+fn a_precision_of_duration_max_is_capped_and_tasks_still_run() {
+    let b = Builder::new().timer_precision(Duration::MAX);
+    assert!(
+        format!("{b:?}").contains("timer_precision: 1s"),
+        "capped at Builder::MAX_TIMER_PRECISION: {b:?}"
+    );
+    let pool = b.core_pool_size(1).build();
+    let asked = Instant::now();
+    let f = pool
+        .schedule(Duration::from_millis(1), Instant::now)
+        .unwrap();
+    assert!(f.wait_timeout(BOUND), "ran, at most a second late");
+    assert!(f.get().unwrap() >= asked + Duration::from_millis(1));
+    pool.close();
+}
