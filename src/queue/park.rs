@@ -13,7 +13,7 @@
 //! - one taker of an empty queue at a time spins `IDLE_SPIN` for a new head before it
 //!   parks, so a burst of submissions finds a taker awake ([`Park::begin_idle_spin`]).
 //!
-//! A spinner watches the queue's `head_changes` counter ([`spin`]) and re-checks
+//! A spinner watches the waiters' `head_changes` counter (`waiters.rs`, [`spin`]) and re-checks
 //! everything under the lock when it stops, exactly as after a wake-up.
 //!
 //! Under [`SpinPolicy::Adaptive`] (the default), spinning is capped at `1 / SPIN_SHARE` of
@@ -35,7 +35,8 @@
 //!   spin (a spin starts only while `spent < share`, and lasts at most `LEADER_SPIN`).
 //!
 //! # Ordering
-//! [`Park`] lives in the queue's `State`, under its lock. `head_changes` is a hint read
+//! [`Park`] lives in the queue's `Waiters` (`waiters.rs`), under the lock that guards them
+//! (the blocking queue's one lock, the sharded queue's coordinator). `head_changes` is a hint read
 //! `Relaxed` while spinning: nothing is published through it, and the spinner re-checks
 //! the heap under the lock.
 

@@ -74,8 +74,8 @@
 //! Q1's pattern, which orders through the RMWs on `wake_at`: `AcqRel`). `seq` (the
 //! `ManualClock` counter) is `Relaxed`: its modification order already agrees with
 //! happens-before, which is all FIFO needs. `active` and `idle_waiters` are RMWs (`AcqRel`) on both sides
-//! of `wait_idle`'s check, for the same reason as Q1. `head_changes` is a `Relaxed` hint
-//! for spinners (`park.rs`).
+//! of `wait_idle`'s check, for the same reason as Q1. The waiters' `head_changes` is a
+//! `Relaxed` hint for spinners (`waiters.rs`, `park.rs`).
 
 use crate::sync::Ordering;
 use std::cell::Cell;
