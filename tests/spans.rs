@@ -218,7 +218,25 @@ fn task_spans_carry_name_and_kind_and_follow_from_the_submitters_span() {
     let poller = rec.tasks_named("poller");
     assert_eq!(poller.len(), 1, "{poller:?}");
     assert_eq!(poller[0].fields["kind"], "fixed_delay");
+    assert_eq!(
+        metrics[0].fields["id"], metrics[1].fields["id"],
+        "a periodic task keeps its id across runs"
+    );
+    assert_ne!(metrics[0].fields["id"], poller[0].fields["id"]);
     assert!(wait_until(|| rec.span(setup_id).closed));
+
+    // Task ids are never reused in the pool's life: each of these one-shots is freed
+    // before the next is allocated, so an id that was the task's address repeated.
+    let sequential = pool.named("sequential");
+    for _ in 0..50 {
+        got(sequential.submit(|| ()).unwrap()).unwrap();
+    }
+    let ids: std::collections::HashSet<u64> = rec
+        .tasks_named("sequential")
+        .iter()
+        .map(|s| s.fields["id"].parse().expect("a readable number"))
+        .collect();
+    assert_eq!(ids.len(), 50, "{ids:?}");
 
     // Outside any span: no link. A named context closure sees its name.
     let fut = pool

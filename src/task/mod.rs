@@ -43,7 +43,8 @@
 //! completion (`docs/DESIGN.md`, "Memory", has the sizes `size_of` gives and the malloc
 //! chunk they take; `tests/memory.rs` measures them). The header holds only what every
 //! task needs; what only periodic tasks need (`rescheduled`)
-//! lives in [`PeriodicTask`], and a task's number for logs is its address.
+//! lives in [`PeriodicTask`], and a task's number for logs fits in the bytes the
+//! header's alignment would otherwise leave as padding.
 
 mod completion;
 mod once;
@@ -71,14 +72,18 @@ use state::TaskState;
 pub(crate) struct Header {
     /// See `state.rs` (T1, T2).
     state: TaskState,
-    /// `true` for every schedule but a one-shot: a running periodic task is cancellable.
-    periodic: bool,
     /// The executor queue's shard the task lives in (`queue/sharded.rs`), [`NO_HOME`]
     /// before its first queueing: set then, under that shard's lock, and never changed, so
-    /// `position` and `rescheduled` always belong to one lock (T4). `Relaxed`: whoever
-    /// reads it got the task through that queueing (the submitter's future, a worker's
-    /// take under the shard's lock), which orders the store before the load.
+    /// `position` and `rescheduled` always belong to one lock (T4). Bit [`PERIODIC`] says
+    /// the schedule is not a one-shot (a running periodic task is cancellable); it is set
+    /// at construction and never changes. `Relaxed`: whoever reads the home got the task
+    /// through that queueing (the submitter's future, a worker's take under the shard's
+    /// lock), which orders the store before the load.
     home: AtomicU8,
+    /// The task's number for logs and spans ([`Header::id`]): the high 16 and the low 32
+    /// of its 48 bits, written at construction, before the task is shared.
+    id_hi: u16,
+    id_lo: u32,
     /// The current run's deadline, then the next one (`ScheduledFuture::deadline`). Written by
     /// the thread that owns the task's schedule at that moment (the submitter, the running
     /// worker, or `reschedule` under the home shard's lock); `Relaxed` (module notes: the
@@ -88,46 +93,91 @@ pub(crate) struct Header {
     pub(crate) position: Position,
 }
 
-/// "Not queued yet" in `Header::home` (shards number at most `queue::sharded::MAX_SHARDS`).
-const NO_HOME: u8 = u8::MAX;
+/// "Not queued yet" in `Header::home`'s low bits (shards number at most
+/// `queue::sharded::MAX_SHARDS`).
+const NO_HOME: u8 = 0x7f;
+
+/// `Header::home`'s bit for a periodic task.
+const PERIODIC: u8 = 0x80;
+
+/// Task numbers: each thread hands out numbers from an aligned block of [`ID_BLOCK`] that
+/// it reserves from one process-wide counter, so a submission costs a thread-local
+/// increment and no shared write. Numbers start at 1, and none repeats in the process's
+/// first 2^48 tasks (eight years at a million tasks a second); after that they wrap.
+#[inline]
+fn next_id() -> u64 {
+    const ID_BLOCK: u64 = 1024;
+    // std's atomic in every build: a static outside any model. Relaxed: uniqueness only
+    // (one RMW's modification order).
+    static NEXT_BLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    thread_local! {
+        /// This thread's next number; at a multiple of `ID_BLOCK` its block is used up.
+        static NEXT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    #[cold]
+    fn new_block() -> u64 {
+        // Block 0 starts at 1: no task is number 0.
+        NEXT_BLOCK
+            .fetch_add(ID_BLOCK, std::sync::atomic::Ordering::Relaxed)
+            .max(1)
+    }
+    NEXT.with(|n| {
+        let mut id = n.get();
+        if id % ID_BLOCK == 0 {
+            id = new_block();
+        }
+        n.set(id + 1);
+        id
+    })
+}
 
 /// "No deadline" in a periodic task's `rescheduled` cell.
 pub(crate) const NO_DEADLINE: u64 = u64::MAX;
 
 impl Header {
+    #[inline]
     pub(crate) fn new(periodic: bool, deadline: Ticks) -> Self {
+        let id = next_id();
         Header {
             state: TaskState::new(),
-            periodic,
-            home: AtomicU8::new(NO_HOME),
+            home: AtomicU8::new(if periodic {
+                PERIODIC | NO_HOME
+            } else {
+                NO_HOME
+            }),
+            id_hi: (id >> 32) as u16,
+            id_lo: id as u32,
             deadline: AtomicU64::new(deadline),
             position: Position::new(),
         }
     }
 
-    /// The task's number for logs and spans: its address, unique among live tasks (a
-    /// number is reused only after its task is freed).
+    /// The task's number for logs, spans and `Debug`: unique in the process ([`next_id`]),
+    /// counted from 1, fixed for the task's life (a periodic task keeps it across runs).
     #[inline]
     pub(crate) fn id(&self) -> u64 {
-        std::ptr::from_ref(self) as usize as u64
+        u64::from(self.id_hi) << 32 | u64::from(self.id_lo)
     }
 
     /// Fixes the task's home shard at its first queueing (later calls keep the first).
     #[inline]
     pub(crate) fn settle(&self, home: usize) {
-        if self.home.load(Ordering::Relaxed) == NO_HOME {
+        let bits = self.home.load(Ordering::Relaxed);
+        if bits & NO_HOME == NO_HOME {
             debug_assert!(
                 home < usize::from(NO_HOME),
                 "queue::sharded::MAX_SHARDS fits below NO_HOME"
             );
-            self.home.store(home as u8, Ordering::Relaxed);
+            // Only the first queueing writes, under its shard's lock; the kind bit is kept.
+            self.home
+                .store(bits & PERIODIC | home as u8, Ordering::Relaxed);
         }
     }
 
     /// The task's home shard (0 before its first queueing, when no shard holds it).
     #[inline]
     pub(crate) fn home(&self) -> usize {
-        match self.home.load(Ordering::Relaxed) {
+        match self.home.load(Ordering::Relaxed) & NO_HOME {
             NO_HOME => 0,
             h => usize::from(h),
         }
@@ -141,7 +191,7 @@ impl Header {
 
     #[inline]
     pub(crate) fn is_periodic(&self) -> bool {
-        self.periodic
+        self.home.load(Ordering::Relaxed) & PERIODIC != 0
     }
 
     #[inline]
@@ -165,7 +215,7 @@ impl Header {
     /// call made the transition (T2: the caller must then run `Job::finish_cancelled`).
     #[must_use]
     pub(crate) fn cancel(&self) -> bool {
-        self.state.cancel(self.periodic)
+        self.state.cancel(self.is_periodic())
     }
 
     /// -> CANCELLED from SCHEDULED or RUNNING, for any kind (`state.rs`: an interrupt).
@@ -186,8 +236,8 @@ impl Header {
 impl fmt::Debug for Header {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Header")
-            .field("id", &format_args!("{:#x}", self.id()))
-            .field("periodic", &self.periodic)
+            .field("id", &self.id())
+            .field("periodic", &self.is_periodic())
             .field("state", &state::name(self.state()))
             .field("deadline", &Duration::from_nanos(self.deadline()))
             .finish()
@@ -471,5 +521,56 @@ fn count_run(counters: Option<&Counters>, panicked: bool) {
 pub(crate) fn drop_quietly<V>(value: V) {
     if let Err((_, msg)) = run_caught(move || drop(value)) {
         tracing::error!(target: "schedpool", panic = %msg, "a task's closure panicked while being dropped");
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod header_tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn the_header_keeps_its_24_bytes() {
+        // `docs/DESIGN.md`, "Memory": the id lives in what was the header's padding.
+        assert_eq!(std::mem::size_of::<Header>(), 24);
+    }
+
+    #[test]
+    fn ids_are_unique_across_threads_and_blocks() {
+        let per_thread = 3000; // more than one block each
+        let ids: Vec<Vec<u64>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        (0..per_thread)
+                            .map(|_| Header::new(false, 0).id())
+                            .collect()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let all: HashSet<u64> = ids.iter().flatten().copied().collect();
+        assert_eq!(all.len(), 4 * per_thread);
+        assert!(!all.contains(&0), "numbers start at 1");
+        for mine in &ids {
+            assert!(mine.windows(2).all(|w| w[0] < w[1]), "one thread's grow");
+        }
+    }
+
+    #[test]
+    fn kind_and_home_share_a_byte_without_mixing() {
+        let h = Header::new(true, 0);
+        assert!(h.is_periodic());
+        assert_eq!(h.home(), 0);
+        h.settle(63);
+        h.settle(5); // the first queueing's home stays
+        assert_eq!(h.home(), 63);
+        assert!(h.is_periodic());
+        let once = Header::new(false, 0);
+        once.settle(0);
+        assert_eq!(once.home(), 0);
+        assert!(!once.is_periodic());
+        assert!(once.cancel(), "SCHEDULED -> CANCELLED");
     }
 }
