@@ -147,17 +147,19 @@ thread_local! {
     static LOCAL_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
+/// The next thread's number ([`local_number`]). std's atomic in every build: a static
+/// outside any model. Relaxed: uniqueness only.
+static NEXT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// This thread's shard number: threads are numbered round-robin on first use, so the
 /// first `S` threads that submit get `S` different shards.
 fn local_number() -> usize {
-    // std's atomic in every build: a static outside any model. Relaxed: uniqueness only.
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     LOCAL_SHARD.with(|c| {
         let n = c.get();
         if n != usize::MAX {
             return n;
         }
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = NEXT_THREAD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         c.set(n);
         n
     })

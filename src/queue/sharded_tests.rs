@@ -156,6 +156,45 @@ fn a_head_that_is_never_due_does_not_look_empty() {
     assert_eq!(q.len(), 1);
 }
 
+/// The thread-to-shard mapping (module notes): a thread keeps its number, threads are
+/// numbered in the order they first ask, and a number picks its shard modulo the count,
+/// so the first `S` threads that submit get `S` different shards.
+#[test]
+fn threads_numbered_one_after_another_get_different_shards() {
+    let (_c, q) = manual(4);
+    let shards = q.shards.len();
+    assert_eq!(shards, 4);
+    let before = NEXT_THREAD.load(std::sync::atomic::Ordering::Relaxed);
+    let seen: Vec<(usize, usize, usize)> = (0..2 * shards)
+        .map(|_| {
+            let q = q.clone();
+            std::thread::spawn(move || (local_number(), q.local_shard(), local_number()))
+                .join()
+                .unwrap()
+        })
+        .collect();
+    let after = NEXT_THREAD.load(std::sync::atomic::Ordering::Relaxed);
+    for &(n, shard, again) in &seen {
+        assert_eq!(n, again, "a thread keeps its number");
+        assert_eq!(
+            shard,
+            n % shards,
+            "its shard is its number modulo the count"
+        );
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0].0 < w[1].0),
+        "numbered in the order they ask: {seen:?}"
+    );
+    if after - before == seen.len() {
+        // No other test's thread was numbered meanwhile: the numbers are consecutive, so
+        // every shard was handed out, each twice.
+        for shard in 0..shards {
+            assert_eq!(seen.iter().filter(|s| s.1 == shard).count(), 2, "{seen:?}");
+        }
+    }
+}
+
 #[test]
 fn drain_sorted_merges_the_shards() {
     let (_c, q) = manual(4);
