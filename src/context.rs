@@ -32,7 +32,7 @@ use crate::future::CancelHandle;
 use crate::periodic::{Next, OnError};
 use crate::pool::{Shared, Stripe};
 use crate::sync::{park_until, Arc};
-use crate::task::{state, OnceBody, PeriodicBody, RunCx, Step};
+use crate::task::{state::State, OnceBody, PeriodicBody, RunCx, Step};
 
 /// What a running task knows about itself: handed to the closures of
 /// [`schedule_with_context`](crate::ScheduledThreadPoolExecutor::schedule_with_context) and
@@ -115,7 +115,7 @@ impl TaskContext<'_> {
     /// A run that waits inside itself uses [`sleep`](Self::sleep), which each of these
     /// ends early.
     pub fn is_cancelled(&self) -> bool {
-        self.cx.header.state() == state::CANCELLED
+        self.cx.header.state() == State::Cancelled
             || (self.cx.env.on_worker && self.pool().is_some_and(|p| p.is_stopping()))
     }
 

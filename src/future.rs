@@ -10,7 +10,7 @@ use crate::clock;
 use crate::error::TaskError;
 use crate::pool::{PoolRef, Shared};
 use crate::sync::Arc;
-use crate::task::{state, Job, TypedJob};
+use crate::task::{state::State, Job, TypedJob};
 
 /// The handle to a scheduled task: cancel it, wait for it, or take its outcome (Java:
 /// `ScheduledFuture`).
@@ -94,12 +94,12 @@ impl<T> ScheduledFuture<T> {
 
     /// `true` if the task was cancelled (by any means).
     pub fn is_cancelled(&self) -> bool {
-        self.job().header().state() == state::CANCELLED
+        self.job().header().state() == State::Cancelled
     }
 
     /// `true` once the task completed, panicked or was cancelled.
     pub fn is_done(&self) -> bool {
-        state::is_terminal(self.job().header().state())
+        self.job().header().state().is_terminal()
     }
 
     /// `true` for a periodic task: fixed rate, fixed delay or a [`Trigger`](crate::Trigger).
@@ -226,12 +226,12 @@ impl CancelHandle {
 
     /// As [`ScheduledFuture::is_cancelled`].
     pub fn is_cancelled(&self) -> bool {
-        self.job.header().state() == state::CANCELLED
+        self.job.header().state() == State::Cancelled
     }
 
     /// As [`ScheduledFuture::is_done`].
     pub fn is_done(&self) -> bool {
-        state::is_terminal(self.job.header().state())
+        self.job.header().state().is_terminal()
     }
 
     /// As [`ScheduledFuture::reschedule`].

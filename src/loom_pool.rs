@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::pool::Shared;
 use crate::sync::{thread, Arc};
-use crate::task::{state, Job, OnceTask, Plain, TypedJob};
+use crate::task::{state::State, Job, OnceTask, Plain, TypedJob};
 use crate::{Builder, ManualClock, ScheduledThreadPoolExecutor};
 
 /// An executor on a `ManualClock` whose only worker is played by the model (no thread
@@ -65,7 +65,7 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
         ex.shutdown();
         let accepted = submitter.join().unwrap();
         assert_eq!(shared.queue.len(), 0, "E2: nothing left queued");
-        let cancelled = task.header().state() == state::CANCELLED;
+        let cancelled = task.header().state() == State::Cancelled;
         assert_eq!(
             accepted, cancelled,
             "accepted tasks are cancelled by the policy"

@@ -9,7 +9,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::periodic::{Limits, Schedule};
 use crate::pool::Shared;
 use crate::sync::{thread, Arc};
-use crate::task::{state, Job, OnceTask, PeriodicTask, Plain, RunEnv, TypedJob};
+use crate::task::{state::State, Job, OnceTask, PeriodicTask, Plain, RunEnv, TypedJob};
 
 /// The environment of a bare run at time 0 (no pool, no counters).
 fn bare_env(clock: &Clock) -> RunEnv<'_> {
@@ -122,7 +122,7 @@ fn loom_cancel_vs_periodic_requeue() {
         );
         worker.join().unwrap();
         assert_eq!(shared.queue.len(), 0, "E2: not left in the queue");
-        assert_eq!(task.header().state(), state::CANCELLED);
+        assert_eq!(task.header().state(), State::Cancelled);
         assert_eq!(drops.load(Ordering::SeqCst), 1, "T3");
         assert!(task.outcome().wait_take().unwrap_err().is_cancelled());
         drop(ex);
@@ -179,9 +179,9 @@ fn loom_interrupt_vs_completion() {
         assert_eq!(
             task.header().state(),
             if interrupted {
-                state::CANCELLED
+                State::Cancelled
             } else {
-                state::DONE
+                State::Done
             }
         );
     });
@@ -263,7 +263,7 @@ fn loom_shutdown_vs_schedule() {
         let accepted = submitter.join().unwrap();
         let queued = shared.queue.len();
         assert_eq!(queued, usize::from(accepted), "accepted ⇔ queued");
-        assert_eq!(task.header().state(), state::SCHEDULED);
+        assert_eq!(task.header().state(), State::Scheduled);
         let stats = ex.stats();
         assert_eq!(stats.task_count + stats.rejected_count, 1);
     });
@@ -301,7 +301,7 @@ fn loom_shutdown_vs_periodic_requeue() {
         ex.shutdown();
         worker.join().unwrap();
         assert_eq!(shared.queue.len(), 0, "not re-queued after shutdown");
-        assert_eq!(task.header().state(), state::CANCELLED);
+        assert_eq!(task.header().state(), State::Cancelled);
         assert!(task.outcome().wait_take().unwrap_err().is_cancelled());
     });
 }
@@ -322,6 +322,6 @@ fn loom_cancel_vs_reschedule() {
         assert!(shared.cancel(&*task));
         rescheduler.join().unwrap();
         assert_eq!(shared.queue.len(), 0);
-        assert_eq!(task.header().state(), state::CANCELLED);
+        assert_eq!(task.header().state(), State::Cancelled);
     });
 }

@@ -5,7 +5,7 @@ use super::shared::Shared;
 use crate::clock::Ticks;
 use crate::stats::{self, PoolStats, TaskInfo};
 use crate::sync::Arc;
-use crate::task::{state, Job};
+use crate::task::{state::State, Job};
 
 impl Shared {
     /// The counters, the lateness summary and the queue's size
@@ -65,7 +65,7 @@ impl Shared {
                     due_in: crate::clock::since(*deadline, now),
                     runs,
                     last_run,
-                    cancelled: job.header().state() == state::CANCELLED,
+                    cancelled: job.header().state() == State::Cancelled,
                 }
             })
             .collect()

@@ -19,8 +19,8 @@ use crate::queue::{Position, TimedEntry, Tracked};
 use crate::stats::{self, Counters, Lateness};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::{
-    state, submitter_span, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody, PeriodicTask,
-    Plain, RunEnv, TypedJob, NO_DEADLINE,
+    state::State, submitter_span, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody,
+    PeriodicTask, Plain, RunEnv, TypedJob, NO_DEADLINE,
 };
 use crate::throttle::Throttle;
 
@@ -455,7 +455,7 @@ impl Shared {
         let header = job.header();
         let mut q = self.queue.lock(header.home()); // T4: the home shard
         match header.state() {
-            state::SCHEDULED if q.contains_tracked(&header.position) => {
+            State::Scheduled if q.contains_tracked(&header.position) => {
                 let seq = q.next_seq(None);
                 q.update_tracked(&header.position, |e| {
                     e.deadline = at;
@@ -466,7 +466,7 @@ impl Shared {
             }
             // Out of the queue for a run (or just popped for one): the next run moves.
             // After shutdown_now nothing is re-queued (and handed-out tasks stay put).
-            state::SCHEDULED | state::RUNNING
+            State::Scheduled | State::Running
                 if header.is_periodic() && self.control.load().run_state() != RunState::Stop =>
             {
                 match job.rescheduled() {
@@ -477,7 +477,9 @@ impl Shared {
                     None => false,
                 }
             }
-            _ => false,
+            // A one-shot taken for its run, or any task after shutdown_now.
+            State::Scheduled | State::Running => false,
+            State::Done | State::Panicked | State::Cancelled => false,
         }
     }
 
@@ -575,7 +577,7 @@ impl Shared {
     ) -> Requeued {
         let header = job.header();
         debug_assert_eq!(q.index(), header.home(), "T4: the home shard");
-        if header.state() != state::SCHEDULED {
+        if header.state() != State::Scheduled {
             return Requeued::Dropped; // cancelled since its run ended; the canceller completes it
         }
         let allowed = match self.control.load().run_state() {
@@ -712,7 +714,7 @@ impl Shared {
         let now = self.clock().now();
         let removed = q.extract_if(|e| {
             let h = e.value.header();
-            h.state() == state::CANCELLED
+            h.state() == State::Cancelled
                 || if h.is_periodic() {
                     !keep_periodic
                 } else {
@@ -743,7 +745,7 @@ impl Shared {
         entries
             .into_iter()
             .map(|e| e.value)
-            .filter(|job| job.header().state() == state::SCHEDULED)
+            .filter(|job| job.header().state() == State::Scheduled)
             .collect()
     }
 
@@ -771,7 +773,7 @@ impl Shared {
         let removed = self
             .queue
             .lock_all()
-            .extract_if(|e| e.value.header().state() == state::CANCELLED);
+            .extract_if(|e| e.value.header().state() == State::Cancelled);
         wake_if_drained(self);
         removed.len()
     }

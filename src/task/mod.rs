@@ -66,7 +66,7 @@ use crate::sync::{AtomicU64, AtomicU8};
 pub(crate) use completion::{Completion, Outcome};
 pub(crate) use once::OnceTask;
 pub(crate) use periodic::PeriodicTask;
-use state::TaskState;
+use state::{Start, State, TaskState};
 
 /// The part of a task every holder can see, whatever its output type.
 pub(crate) struct Header {
@@ -185,7 +185,7 @@ impl Header {
 
     /// The current state (`state.rs`).
     #[inline]
-    pub(crate) fn state(&self) -> u8 {
+    pub(crate) fn state(&self) -> State {
         self.state.load()
     }
 
@@ -204,11 +204,16 @@ impl Header {
         self.deadline.store(d, Ordering::Relaxed);
     }
 
-    /// SCHEDULED -> RUNNING (T1). `false` if the task is not SCHEDULED (cancelled).
-    #[must_use]
+    /// SCHEDULED -> RUNNING (T1); `NotScheduled` if the task is not SCHEDULED (cancelled).
     #[inline]
-    pub(crate) fn start(&self) -> bool {
+    pub(crate) fn start(&self) -> Start {
         self.state.start()
+    }
+
+    /// The state word's edges for the task's runner (`state.rs`).
+    #[inline]
+    pub(crate) fn edges(&self) -> &TaskState {
+        &self.state
     }
 
     /// -> CANCELLED from SCHEDULED, or from RUNNING for a periodic task. `true` if this
@@ -224,13 +229,6 @@ impl Header {
     pub(crate) fn interrupt(&self) -> bool {
         self.state.interrupt()
     }
-
-    /// `from` -> `to` (`state.rs`); `true` if this call made it.
-    #[must_use]
-    #[inline]
-    fn transition(&self, from: u8, to: u8) -> bool {
-        self.state.transition(from, to)
-    }
 }
 
 impl fmt::Debug for Header {
@@ -238,7 +236,7 @@ impl fmt::Debug for Header {
         f.debug_struct("Header")
             .field("id", &self.id())
             .field("periodic", &self.is_periodic())
-            .field("state", &state::name(self.state()))
+            .field("state", &self.state().name())
             .field("deadline", &Duration::from_nanos(self.deadline()))
             .finish()
     }

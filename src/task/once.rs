@@ -5,6 +5,7 @@
 //! CANCELLED, `state.rs`): its future says `Cancelled` at once, and the run's output is
 //! dropped when it ends (`run` below). T1–T3 are stated in `task/mod.rs`.
 
+use super::state::{End, Exchange, Start};
 use super::{
     count_run, drop_quietly, Completion, Header, Job, Label, OnceBody, Outcome, RunCx, RunEnv,
     RunReport, TypedJob,
@@ -67,13 +68,9 @@ where
         // interrupter completed the future, and the outcome is dropped here.
         match outcome {
             Ok(value) => {
-                if self
-                    .header
-                    .transition(super::state::RUNNING, super::state::DONE)
-                {
-                    self.done.complete(Ok(value));
-                } else {
-                    drop_quietly(value);
+                match self.header.edges().finish(End::Done) {
+                    Exchange::Won => self.done.complete(Ok(value)),
+                    Exchange::Lost => drop_quietly(value),
                 }
                 RunReport {
                     ran: true,
@@ -83,13 +80,9 @@ where
                 }
             }
             Err((payload, msg)) => {
-                if self
-                    .header
-                    .transition(super::state::RUNNING, super::state::PANICKED)
-                {
-                    self.done.complete(Err(TaskError::Panicked(payload)));
-                } else {
-                    drop_quietly(payload);
+                match self.header.edges().finish(End::Panicked) {
+                    Exchange::Won => self.done.complete(Err(TaskError::Panicked(payload))),
+                    Exchange::Lost => drop_quietly(payload),
                 }
                 RunReport {
                     ran: true,
@@ -122,10 +115,10 @@ where
     }
 
     fn run(&self, env: &RunEnv<'_>) -> RunReport {
-        if !self.header.start() {
-            return RunReport::NOT_RUN;
+        match self.header.start() {
+            Start::Run => self.run_started(env),
+            Start::NotScheduled => RunReport::NOT_RUN,
         }
-        self.run_started(env)
     }
 
     fn run_now(&self, env: &RunEnv<'_>, _then_cancel: bool) -> RunReport {
@@ -151,7 +144,7 @@ where
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::task::state;
+    use crate::task::state::{Start, State};
     use crate::task::testing::{clock, env, DropCount};
     use crate::task::Plain;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -162,7 +155,7 @@ mod tests {
         let t = OnceTask::new(0, Plain(|| 5));
         let report = t.run(&env(&clock(), 0));
         assert!(report.ran && report.next.is_none() && report.panic.is_none());
-        assert_eq!(t.header.state(), state::DONE);
+        assert_eq!(t.header.state(), State::Done);
         assert!(t.done.wait(None));
         assert_eq!(t.done.wait_take().unwrap(), 5);
         assert!(!t.run(&env(&clock(), 0)).ran, "T1: no second run");
@@ -177,7 +170,7 @@ mod tests {
         let t = OnceTask::new(0, Plain(|| -> u8 { panic!("boom") }));
         let report = t.run(&env(&clock(), 0));
         assert_eq!(report.panic.as_deref(), Some("boom"));
-        assert_eq!(t.header.state(), state::PANICKED);
+        assert_eq!(t.header.state(), State::Panicked);
         assert_eq!(
             t.done.wait_take().unwrap_err().panic_message(),
             Some("boom")
@@ -204,7 +197,7 @@ mod tests {
     #[test]
     fn a_started_one_shot_cannot_be_cancelled() {
         let t = OnceTask::new(0, Plain(|| 1));
-        assert!(t.header.start());
+        assert_eq!(t.header.start(), Start::Run);
         assert!(!t.header.cancel());
         let report = t.run_started(&env(&clock(), 0));
         assert!(report.ran);
@@ -224,7 +217,7 @@ mod tests {
                 r.fetch_add(1, Ordering::SeqCst);
             }),
         );
-        assert!(t.header.start());
+        assert_eq!(t.header.start(), Start::Run);
         assert!(
             !t.header.cancel(),
             "a plain cancel does not stop a started one-shot"
@@ -240,6 +233,6 @@ mod tests {
         );
         assert!(!t.run_started(&env(&clock(), 0)).ran);
         assert_eq!(ran.load(Ordering::SeqCst), 0);
-        assert_eq!(t.header.state(), state::CANCELLED);
+        assert_eq!(t.header.state(), State::Cancelled);
     }
 }

@@ -6,18 +6,19 @@
 //! T1–T3 are stated in `task/mod.rs`; the RUNNING -> SCHEDULED exchange and the put-back
 //! of the closure happen under the stage's lock (T3, K3 in `completion.rs`).
 
-use super::state;
+use super::state::{End, Exchange, Start};
 use super::NO_DEADLINE;
 use super::{
     count_run, drop_quietly, Completion, Header, Job, Outcome, PeriodicBody, RunCx, RunEnv,
     RunReport, Step, TypedJob,
 };
 use crate::clock::{self, Ticks};
-use crate::error::{run_caught, TaskError};
+use crate::error::{run_caught, PanicPayload, TaskError};
 use crate::periodic::{Limits, OnPanic, RunTimes, Schedule};
 use crate::queue::LockedCell;
 use crate::stats::LastRun;
 use crate::sync::Arc;
+use std::ops::ControlFlow;
 
 /// The closure of a periodic task and its run count, kept together in the stage (T3).
 struct Body<F> {
@@ -25,6 +26,21 @@ struct Body<F> {
     runs: u64,
     /// How the last run went (for snapshots).
     last: Option<LastRun>,
+}
+
+/// What one run decided, applied by one `match` in `PeriodicTask::run_started`.
+enum AfterRun {
+    /// RUNNING -> DONE with the closure's output: `max_runs` reached, the closure said
+    /// stop, or the rule has no next deadline.
+    Done,
+    /// RUNNING -> PANICKED: the run panicked under `OnPanic::Stop` (or in a caller's run
+    /// that cancels after), or the rule itself panicked.
+    Panicked(PanicPayload),
+    /// RUNNING -> CANCELLED: a run on the caller's thread that cancels the task after it
+    /// (`then_cancel`).
+    Cancelled,
+    /// RUNNING -> SCHEDULED at this deadline, unless a cancel came during the run.
+    Requeue(Ticks),
 }
 
 /// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
@@ -71,12 +87,12 @@ impl<F: PeriodicBody> PeriodicTask<F> {
     /// Ends a task that never ran (zero `max_runs`, a trigger with no first deadline or a
     /// panicking one): SCHEDULED -> DONE or PANICKED.
     pub(crate) fn finish_unrun(&self, outcome: Result<(), TaskError>) {
-        let to = if outcome.is_ok() {
-            state::DONE
+        let end = if outcome.is_ok() {
+            End::Done
         } else {
-            state::PANICKED
+            End::Panicked
         };
-        if self.header.transition(state::SCHEDULED, to) {
+        if self.header.edges().end_unrun(end) == Exchange::Won {
             let mut body = self.done.take_body();
             let outcome = outcome.map(|()| match &mut body {
                 Some(b) => b.f.output(),
@@ -89,34 +105,52 @@ impl<F: PeriodicBody> PeriodicTask<F> {
 
     /// Ends the task from RUNNING with `outcome` (T2: only if this exchange wins; a
     /// canceller that won first completed it) and drops the closure (T3).
-    fn finish(&self, to: u8, outcome: Result<F::Output, TaskError>, body: Body<F>) {
-        if self.header.transition(state::RUNNING, to) {
+    fn finish(&self, end: End, outcome: Result<F::Output, TaskError>, body: Body<F>) {
+        if self.header.edges().finish(end) == Exchange::Won {
             self.done.complete(outcome);
         }
         drop_quietly(body);
     }
 
-    /// Ends the task by itself: DONE with the closure's output.
-    fn finish_done(&self, mut body: Body<F>) {
-        let out = body.f.output();
-        self.finish(state::DONE, Ok(out), body);
-    }
-
-    /// One run after a successful `start`; `next` is `None` if the task ended.
+    /// One run after a successful `start`; `next` is `None` if the task ended. The run
+    /// decides ([`decide`](Self::decide)), and one `match` applies the decision.
     fn run_started(&self, env: &RunEnv<'_>, then_cancel: bool) -> RunReport {
-        let (now, clock, counters) = (env.now, env.clock, env.counters);
         let Some(mut body) = self.done.take_body() else {
             // T3: a canceller got here between our start and this take: no run.
             return RunReport::NOT_RUN;
         };
         let scheduled = self.header.deadline();
         let mut report = RunReport::NOT_RUN;
-        let times = if !then_cancel
-            && self
-                .limits
-                .max_lateness
-                .is_some_and(|max| clock::since(now, scheduled) > max)
-        {
+        match self.decide(env, then_cancel, scheduled, &mut body, &mut report) {
+            AfterRun::Done => {
+                let out = body.f.output();
+                self.finish(End::Done, Ok(out), body);
+            }
+            AfterRun::Panicked(payload) => {
+                self.finish(End::Panicked, Err(TaskError::Panicked(payload)), body);
+            }
+            AfterRun::Cancelled => self.finish(End::Cancelled, Err(TaskError::Cancelled), body),
+            AfterRun::Requeue(next) => return self.requeue_at(next, scheduled, body, report),
+        }
+        report
+    }
+
+    /// The run, or its skip for `max_lateness`, and then, in the order of the module
+    /// notes, what comes after it.
+    fn decide(
+        &self,
+        env: &RunEnv<'_>,
+        then_cancel: bool,
+        scheduled: Ticks,
+        body: &mut Body<F>,
+        report: &mut RunReport,
+    ) -> AfterRun {
+        let now = env.now;
+        let late = self
+            .limits
+            .max_lateness
+            .is_some_and(|max| clock::since(now, scheduled) > max);
+        let times = if late && !then_cancel {
             // Skipped: the rule runs as if the run had started and finished now.
             report.skipped = true;
             body.last = Some(LastRun::Skipped);
@@ -128,98 +162,94 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 panicked: false,
             }
         } else {
-            'ran: {
-                let cx = RunCx {
-                    env,
-                    header: &self.header,
-                    deadline: scheduled,
-                    runs: body.runs + 1,
-                    task_name: self.name.as_deref(),
-                    lease: None,
-                };
-                let outcome = run_caught(|| body.f.call(&cx));
-                if matches!(outcome, Ok(Step::Skip)) {
-                    // The closure declined the run (its cluster lock is held elsewhere or
-                    // unreachable): not counted as a run; the rule goes on from now.
-                    if then_cancel {
-                        self.finish(state::CANCELLED, Err(TaskError::Cancelled), body);
-                        return report;
-                    }
-                    body.last = Some(LastRun::Skipped);
-                    break 'ran RunTimes {
-                        scheduled,
-                        started: now,
-                        finished: if self.schedule.needs_finish_time() {
-                            clock.now()
-                        } else {
-                            now
-                        },
-                        runs: body.runs,
-                        panicked: false,
-                    };
-                }
-                count_run(counters, outcome.is_err());
-                body.runs += 1;
-                report.ran = true;
-                body.last = Some(if outcome.is_err() {
-                    LastRun::Panicked
-                } else if body.f.last_failed() {
-                    LastRun::Failed
-                } else {
-                    LastRun::Completed
-                });
-                let mut step = Step::Continue;
-                let panicked = match outcome {
-                    Ok(s) => {
-                        step = s;
-                        false
-                    }
-                    Err((payload, msg)) => {
-                        report.panic = Some(msg);
-                        if self.limits.on_panic == OnPanic::Stop || then_cancel {
-                            self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
-                            return report;
-                        }
-                        true // OnPanic::Continue: counted and traced by the worker
-                    }
-                };
-                if then_cancel {
-                    self.finish(state::CANCELLED, Err(TaskError::Cancelled), body);
-                    return report;
-                }
-                if self.limits.max_runs.is_some_and(|max| body.runs >= max) || step == Step::Stop {
-                    self.finish_done(body);
-                    return report;
-                }
-                if let Step::At(next) = step {
-                    return self.requeue_at(next, scheduled, body, report);
-                }
-                let finished = if self.schedule.needs_finish_time() {
-                    clock.now()
-                } else {
-                    now
-                };
-                RunTimes {
-                    scheduled,
-                    started: now,
-                    finished,
-                    runs: body.runs,
-                    panicked,
-                }
+            match self.call(env, then_cancel, scheduled, body, report) {
+                ControlFlow::Continue(times) => times,
+                ControlFlow::Break(after) => return after,
             }
         };
-        match self.schedule.next(times, clock) {
+        match self.schedule.next(times, env.clock) {
             Err((payload, msg)) => {
-                if let Some(c) = counters {
+                if let Some(c) = env.counters {
                     crate::stats::bump(&c.panicked); // the trigger panicked
                 }
                 report.panic = Some(msg);
-                self.finish(state::PANICKED, Err(TaskError::Panicked(payload)), body);
+                AfterRun::Panicked(payload)
             }
-            Ok(None) => self.finish_done(body),
-            Ok(Some(next)) => return self.requeue_at(next, scheduled, body, report),
+            Ok(None) => AfterRun::Done,
+            Ok(Some(next)) => AfterRun::Requeue(next),
         }
-        report
+    }
+
+    /// Calls the closure. `Break` with what the run itself decided (the panic policy, a
+    /// caller's run that cancels after, `max_runs`, the closure's [`Step`]); `Continue`
+    /// with the times the schedule's rule needs for the next deadline.
+    fn call(
+        &self,
+        env: &RunEnv<'_>,
+        then_cancel: bool,
+        scheduled: Ticks,
+        body: &mut Body<F>,
+        report: &mut RunReport,
+    ) -> ControlFlow<AfterRun, RunTimes> {
+        let cx = RunCx {
+            env,
+            header: &self.header,
+            deadline: scheduled,
+            runs: body.runs + 1,
+            task_name: self.name.as_deref(),
+            lease: None,
+        };
+        let outcome = run_caught(|| body.f.call(&cx));
+        let times = |runs, panicked| RunTimes {
+            scheduled,
+            started: env.now,
+            finished: if self.schedule.needs_finish_time() {
+                env.clock.now()
+            } else {
+                env.now
+            },
+            runs,
+            panicked,
+        };
+        if matches!(outcome, Ok(Step::Skip)) {
+            // The closure declined the run (its cluster lock is held elsewhere or
+            // unreachable): not counted as a run; the rule goes on from now.
+            if then_cancel {
+                return ControlFlow::Break(AfterRun::Cancelled);
+            }
+            body.last = Some(LastRun::Skipped);
+            return ControlFlow::Continue(times(body.runs, false));
+        }
+        count_run(env.counters, outcome.is_err());
+        body.runs += 1;
+        report.ran = true;
+        body.last = Some(if outcome.is_err() {
+            LastRun::Panicked
+        } else if body.f.last_failed() {
+            LastRun::Failed
+        } else {
+            LastRun::Completed
+        });
+        let (step, panicked) = match outcome {
+            Ok(step) => (step, false),
+            Err((payload, msg)) => {
+                report.panic = Some(msg);
+                if self.limits.on_panic == OnPanic::Stop || then_cancel {
+                    return ControlFlow::Break(AfterRun::Panicked(payload));
+                }
+                (Step::Continue, true) // OnPanic::Continue: counted and traced by the worker
+            }
+        };
+        if then_cancel {
+            return ControlFlow::Break(AfterRun::Cancelled);
+        }
+        if self.limits.max_runs.is_some_and(|max| body.runs >= max) || step == Step::Stop {
+            return ControlFlow::Break(AfterRun::Done);
+        }
+        if let Step::At(next) = step {
+            return ControlFlow::Break(AfterRun::Requeue(next));
+        }
+        ControlFlow::Continue(times(body.runs, panicked))
     }
 
     /// The end of a run that continues: RUNNING -> SCHEDULED with the next deadline, or,
@@ -233,9 +263,9 @@ impl<F: PeriodicBody> PeriodicTask<F> {
     ) -> RunReport {
         // T3: the exchange and the put-back happen under the stage's lock.
         self.header.set_deadline(next);
-        let refused = self.done.put_back(body, || {
-            self.header.transition(state::RUNNING, state::SCHEDULED)
-        });
+        let refused = self
+            .done
+            .put_back(body, || self.header.edges().requeue() == Exchange::Won);
         match refused {
             None => report.next = Some(next),
             Some(body) => {
@@ -270,17 +300,14 @@ impl<F: PeriodicBody> Job for PeriodicTask<F> {
     }
 
     fn run(&self, env: &RunEnv<'_>) -> RunReport {
-        if !self.header.start() {
-            return RunReport::NOT_RUN;
-        }
-        self.run_started(env, false)
+        self.run_now(env, false)
     }
 
     fn run_now(&self, env: &RunEnv<'_>, then_cancel: bool) -> RunReport {
-        if !self.header.start() {
-            return RunReport::NOT_RUN;
+        match self.header.start() {
+            Start::Run => self.run_started(env, then_cancel),
+            Start::NotScheduled => RunReport::NOT_RUN,
         }
-        self.run_started(env, then_cancel)
     }
 
     fn finish_cancelled(&self) {
@@ -298,6 +325,7 @@ impl<F: PeriodicBody> TypedJob<F::Output> for PeriodicTask<F> {
 mod tests {
     use super::*;
     use crate::clock::Clock;
+    use crate::task::state::State;
     use crate::task::testing::{clock, env, DropCount};
     use crate::task::Plain;
     use crate::MissedTicks;
@@ -329,7 +357,7 @@ mod tests {
             Some(110),
             "previous deadline + period"
         );
-        assert_eq!(rate.header.state(), state::SCHEDULED);
+        assert_eq!(rate.header.state(), State::Scheduled);
         assert_eq!(rate.header.deadline(), 110);
         let delay = PeriodicTask::new(
             100,
@@ -376,7 +404,7 @@ mod tests {
             report.ran && report.next.is_none(),
             "no re-enqueue after cancel"
         );
-        assert_eq!(t.header.state(), state::CANCELLED);
+        assert_eq!(t.header.state(), State::Cancelled);
         assert_eq!(
             drops.load(Ordering::SeqCst),
             1,
@@ -396,7 +424,7 @@ mod tests {
         );
         let report = t.run(&env(&clock(), 0));
         assert!(report.next.is_none());
-        assert_eq!(t.header.state(), state::PANICKED);
+        assert_eq!(t.header.state(), State::Panicked);
         assert_eq!(
             t.done.wait_take().unwrap_err().panic_message(),
             Some("periodic boom")
@@ -464,7 +492,7 @@ mod tests {
         );
         let last = t.run(&env(&c, 1_010));
         assert!(last.ran && last.next.is_none(), "stopped");
-        assert_eq!(t.header.state(), state::DONE);
+        assert_eq!(t.header.state(), State::Done);
         assert_eq!(t.done.wait_take().unwrap(), ());
         assert_eq!(runs.load(Ordering::SeqCst), 3);
     }

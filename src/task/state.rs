@@ -1,26 +1,38 @@
-//! A task's state machine: one `AtomicU8`, its named states and its transitions.
+//! A task's state machine: one `AtomicU8` holding a [`State`], and one method per edge.
 //!
 //! ```text
-//!   SCHEDULED --start--> RUNNING --finish, one-shot-----------> DONE
-//!       |                   |-----finish, periodic------------> SCHEDULED (next deadline)
-//!       |                   |-----panic-----------------------> PANICKED
-//!       |                   '-----cancel (periodic), --------> CANCELLED (this run completes;
-//!       |                         interrupt (any)                          no re-enqueue)
-//!       |--cancel--> CANCELLED
-//!       '--end unrun (periodic)--> DONE or PANICKED
+//!   SCHEDULED --start--> RUNNING --finish(Done), one-shot or last run--> DONE
+//!       |                   |-----requeue, periodic------------------> SCHEDULED (next deadline)
+//!       |                   |-----finish(Panicked)-------------------> PANICKED
+//!       |                   |-----finish(Cancelled), a caller's run --> CANCELLED
+//!       |                   '-----cancel (periodic), interrupt (any)-> CANCELLED (this run
+//!       |                                                             completes; no re-enqueue)
+//!       |--cancel, interrupt--> CANCELLED
+//!       '--end_unrun (periodic)--> DONE or PANICKED
 //! ```
 //!
-//! The last edge is `PeriodicTask::finish_unrun` (`periodic.rs`): a periodic task that
-//! never runs ends at once, DONE for `max_runs(0)` or a trigger with no first deadline,
-//! PANICKED for a `first_deadline` that panicked (`pool/shared.rs`).
+//! The edges, each a method of [`TaskState`] with a `#[must_use]` result: [`start`]
+//! (T1), [`finish`] and [`requeue`] by the runner, [`end_unrun`] for a periodic task that
+//! ends before it ever runs (`PeriodicTask::finish_unrun`: DONE for `max_runs(0)` or a
+//! trigger with no first deadline, PANICKED for a `first_deadline` that panicked), and
+//! [`cancel`] / [`interrupt`] by anyone. `finish(Cancelled)` is a run on the caller's
+//! thread that cancels the task after it (`run_now` with `then_cancel`: a periodic
+//! task's `CallerRuns` run after shutdown).
 //!
-//! DONE, PANICKED and CANCELLED are terminal. Only [`TaskState::start`] enters RUNNING,
-//! and only from SCHEDULED, so two runs of one task never overlap (T1, `task/mod.rs`). A
-//! one-shot that has started cannot be cancelled by `cancel`: it returns false and the
-//! run's outcome stands. An *interrupt* (`ScheduledFuture::interrupt`, Java's
-//! `cancel(true)`) cancels a running one-shot too: the future reports `Cancelled` at once,
-//! the run goes on until its closure notices (`TaskContext::is_cancelled`) or ends, and
-//! its runner, whose RUNNING -> DONE exchange then fails, drops the output.
+//! DONE, PANICKED and CANCELLED are terminal. Only [`start`] enters RUNNING, and only from
+//! SCHEDULED, so two runs of one task never overlap (T1, `task/mod.rs`). A one-shot that
+//! has started cannot be cancelled by `cancel`: it returns false and the run's outcome
+//! stands. An *interrupt* (`ScheduledFuture::interrupt`, Java's `cancel(true)`) cancels a
+//! running one-shot too: the future reports `Cancelled` at once, the run goes on until its
+//! closure notices (`TaskContext::is_cancelled`) or ends, and its runner, whose `finish`
+//! then loses ([`Exchange::Lost`]), drops the output.
+//!
+//! [`start`]: TaskState::start
+//! [`finish`]: TaskState::finish
+//! [`requeue`]: TaskState::requeue
+//! [`end_unrun`]: TaskState::end_unrun
+//! [`cancel`]: TaskState::cancel
+//! [`interrupt`]: TaskState::interrupt
 //!
 //! # Ordering
 //! Every transition is an `AcqRel` compare-exchange and every read an `Acquire` load. A
@@ -28,34 +40,93 @@
 //! starts sees the same; whoever reads a terminal state sees the writes of the thread
 //! that stored it, in particular the effects of the run before DONE or PANICKED (the
 //! outcome itself travels through the `Completion` mutex, which orders it on its own).
-//! There are no plain stores: every change of state is one of the exchanges below.
+//! There are no plain stores: every change of state is one of the exchanges below, all
+//! through `TaskState::exchange` or `cancel`'s loop.
 
 use crate::sync::Ordering;
 
 use crate::sync::AtomicU8;
 
-pub(crate) const SCHEDULED: u8 = 0;
-pub(crate) const RUNNING: u8 = 1;
-pub(crate) const DONE: u8 = 2;
-pub(crate) const PANICKED: u8 = 3;
-pub(crate) const CANCELLED: u8 = 4;
-
-/// DONE, PANICKED or CANCELLED.
-#[inline]
-pub(crate) fn is_terminal(s: u8) -> bool {
-    s >= DONE
+/// A task's state (the module diagram). The word holds nothing else.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    Scheduled = 0,
+    Running = 1,
+    Done = 2,
+    Panicked = 3,
+    Cancelled = 4,
 }
 
-/// The name of a state, for `Debug` output.
-pub(crate) fn name(s: u8) -> &'static str {
-    match s {
-        SCHEDULED => "scheduled",
-        RUNNING => "running",
-        DONE => "done",
-        PANICKED => "panicked",
-        CANCELLED => "cancelled",
-        _ => "invalid",
+impl State {
+    /// The state a word holds; only the transitions below write it, with these values.
+    #[inline]
+    fn from_word(w: u8) -> State {
+        match w {
+            0 => State::Scheduled,
+            1 => State::Running,
+            2 => State::Done,
+            3 => State::Panicked,
+            _ => State::Cancelled,
+        }
     }
+
+    /// DONE, PANICKED or CANCELLED.
+    #[inline]
+    pub(crate) fn is_terminal(self) -> bool {
+        self as u8 >= State::Done as u8
+    }
+
+    /// The state's name, for `Debug` output.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            State::Scheduled => "scheduled",
+            State::Running => "running",
+            State::Done => "done",
+            State::Panicked => "panicked",
+            State::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// How a run, or a task that never ran, ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    Done,
+    Panicked,
+    Cancelled,
+}
+
+impl End {
+    #[inline]
+    fn state(self) -> State {
+        match self {
+            End::Done => State::Done,
+            End::Panicked => State::Panicked,
+            End::Cancelled => State::Cancelled,
+        }
+    }
+}
+
+/// What [`TaskState::start`] did.
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// SCHEDULED -> RUNNING: the caller runs the task (T1).
+    Run,
+    /// Not SCHEDULED (cancelled, or already running or ended): no run.
+    NotScheduled,
+}
+
+/// What [`TaskState::finish`], [`TaskState::end_unrun`] and [`TaskState::requeue`] did.
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exchange {
+    /// This call made the transition (T2: the caller completes the task, or re-queues it).
+    Won,
+    /// A cancel or an interrupt came first and completed the task; the caller drops what
+    /// it holds (the output, the closure).
+    Lost,
 }
 
 /// The atomic state word of one task (see the module diagram).
@@ -64,39 +135,63 @@ pub(crate) struct TaskState(AtomicU8);
 
 impl TaskState {
     pub(crate) fn new() -> Self {
-        TaskState(AtomicU8::new(SCHEDULED))
+        TaskState(AtomicU8::new(State::Scheduled as u8))
     }
 
     /// The current state. Acquire: pairs with the AcqRel exchange that stored it.
     #[inline]
-    pub(crate) fn load(&self) -> u8 {
-        self.0.load(Ordering::Acquire)
+    pub(crate) fn load(&self) -> State {
+        State::from_word(self.0.load(Ordering::Acquire))
     }
 
-    /// SCHEDULED -> RUNNING (T1). `false` if the task is not SCHEDULED (cancelled).
-    #[must_use]
+    /// SCHEDULED -> RUNNING (T1).
     #[inline]
-    pub(crate) fn start(&self) -> bool {
-        self.transition(SCHEDULED, RUNNING)
+    pub(crate) fn start(&self) -> Start {
+        match self.exchange(State::Scheduled, State::Running) {
+            Exchange::Won => Start::Run,
+            Exchange::Lost => Start::NotScheduled,
+        }
+    }
+
+    /// RUNNING -> DONE, PANICKED or CANCELLED: the end of a run, by its runner.
+    #[inline]
+    pub(crate) fn finish(&self, end: End) -> Exchange {
+        self.exchange(State::Running, end.state())
+    }
+
+    /// RUNNING -> SCHEDULED: a periodic run that continues, by its runner.
+    #[inline]
+    pub(crate) fn requeue(&self) -> Exchange {
+        self.exchange(State::Running, State::Scheduled)
+    }
+
+    /// SCHEDULED -> DONE or PANICKED: a periodic task that ends before any run
+    /// (`PeriodicTask::finish_unrun`).
+    #[inline]
+    pub(crate) fn end_unrun(&self, end: End) -> Exchange {
+        debug_assert!(end != End::Cancelled, "a cancel has its own edge");
+        self.exchange(State::Scheduled, end.state())
     }
 
     /// -> CANCELLED from SCHEDULED, or from RUNNING when `periodic`. `true` if this call
     /// made the transition (T2: the caller must then run `Job::finish_cancelled`).
     #[must_use]
     pub(crate) fn cancel(&self, periodic: bool) -> bool {
-        let mut cur = self.0.load(Ordering::Acquire);
+        let mut cur = self.load();
         loop {
-            let allowed = cur == SCHEDULED || (cur == RUNNING && periodic);
+            let allowed = cur == State::Scheduled || (cur == State::Running && periodic);
             if !allowed {
                 return false;
             }
             // AcqRel: see the module notes.
-            match self
-                .0
-                .compare_exchange_weak(cur, CANCELLED, Ordering::AcqRel, Ordering::Acquire)
-            {
+            match self.0.compare_exchange_weak(
+                cur as u8,
+                State::Cancelled as u8,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return true,
-                Err(actual) => cur = actual,
+                Err(actual) => cur = State::from_word(actual),
             }
         }
     }
@@ -108,14 +203,17 @@ impl TaskState {
         self.cancel(true)
     }
 
-    /// `from` -> `to`; `true` if this call made it.
-    #[must_use]
+    /// `from` -> `to`, the one exchange every named edge above goes through.
     #[inline]
-    pub(crate) fn transition(&self, from: u8, to: u8) -> bool {
+    fn exchange(&self, from: State, to: State) -> Exchange {
         // AcqRel: see the module notes.
-        self.0
-            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        match self
+            .0
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Exchange::Won,
+            Err(_) => Exchange::Lost,
+        }
     }
 }
 
@@ -126,12 +224,41 @@ mod tests {
     #[test]
     fn only_scheduled_starts_and_cancel_respects_the_kind() {
         let s = TaskState::new();
-        assert!(s.start());
-        assert!(!s.start(), "T1: no second start");
+        assert_eq!(s.start(), Start::Run);
+        assert_eq!(s.start(), Start::NotScheduled, "T1: no second start");
         assert!(!s.cancel(false), "a running one-shot is not cancellable");
         assert!(s.cancel(true), "a running periodic task is");
         assert!(!s.cancel(true), "T2: one cancel wins");
-        assert!(is_terminal(s.load()));
-        assert_eq!(name(s.load()), "cancelled");
+        assert!(s.load().is_terminal());
+        assert_eq!(s.load().name(), "cancelled");
+        assert_eq!(
+            s.finish(End::Done),
+            Exchange::Lost,
+            "the cancel completed it"
+        );
+    }
+
+    #[test]
+    fn each_edge_goes_from_its_own_state() {
+        let s = TaskState::new();
+        assert_eq!(s.finish(End::Done), Exchange::Lost, "not running");
+        assert_eq!(s.requeue(), Exchange::Lost, "not running");
+        assert_eq!(s.start(), Start::Run);
+        assert_eq!(s.end_unrun(End::Done), Exchange::Lost, "it has run");
+        assert_eq!(s.requeue(), Exchange::Won);
+        assert_eq!(s.load(), State::Scheduled);
+        assert_eq!(s.end_unrun(End::Panicked), Exchange::Won);
+        assert_eq!(s.load(), State::Panicked);
+        assert!(!s.cancel(true), "terminal");
+        for (state, word) in [
+            (State::Scheduled, 0),
+            (State::Running, 1),
+            (State::Done, 2),
+            (State::Panicked, 3),
+            (State::Cancelled, 4),
+        ] {
+            assert_eq!(State::from_word(word), state);
+            assert_eq!(state.is_terminal(), word >= 2);
+        }
     }
 }
