@@ -4,7 +4,7 @@
 //!
 //! # Design
 //! The task layer (`task/`) calls every closure with a `RunCx`: the run's environment
-//! (clock, the task as the queue holds it, the pool, erased) and this run's facts
+//! (clock, the task as the queue holds it, the pool as a `task::Host`) and this run's facts
 //! (deadline, run count). A context closure is wrapped in [`WithContext`], which turns
 //! that into a `TaskContext` borrowed for the call; a plain closure is wrapped in
 //! `task::Plain`, which ignores it, so plain tasks pay nothing. The context is a view: it
@@ -20,7 +20,7 @@
 //!
 //! A run that waits inside itself (a back-off between attempts) uses
 //! [`TaskContext::sleep`], which each of these ends early: the pool keeps a list of
-//! sleeping runs (`pool/sleepers.rs`, S1) that a cancel, an interrupt, `shutdown_now` and
+//! sleeping runs (`task/sleepers.rs`, S1) that a cancel, an interrupt, `shutdown_now` and
 //! a `ManualClock` advance wake.
 
 use std::fmt;
@@ -30,9 +30,9 @@ use crate::clock::Clock;
 use crate::cluster::Lease;
 use crate::future::CancelHandle;
 use crate::periodic::{Next, OnError};
-use crate::pool::{Shared, Stripe};
-use crate::sync::{park_until, Arc};
-use crate::task::{state::State, OnceBody, PeriodicBody, RunCx, Step};
+
+use crate::sync::park_until;
+use crate::task::{state::State, Host, OnceBody, PeriodicBody, RunCx, Step};
 
 /// What a running task knows about itself: handed to the closures of
 /// [`schedule_with_context`](crate::ScheduledThreadPoolExecutor::schedule_with_context) and
@@ -147,8 +147,8 @@ impl TaskContext<'_> {
     pub fn sleep(&self, d: Duration) -> bool {
         let clock = self.cx.env.clock;
         let until = clock.deadline_after(d);
-        // S1 (`pool/sleepers.rs`): listed before every check below.
-        let _asleep = self.pool().map(|p| p.sleepers.join());
+        // S1 (`task/sleepers.rs`): listed before every check below.
+        let _asleep = self.pool().map(|p| p.sleepers().join());
         loop {
             if self.is_cancelled() {
                 return false;
@@ -174,15 +174,12 @@ impl TaskContext<'_> {
     pub fn cancel_handle(&self) -> CancelHandle {
         let job = self.cx.env.job.expect("a pool's task knows itself");
         let pool = self.pool().expect("a pool's task knows its pool");
-        CancelHandle::new(Arc::clone(job), Stripe::new(Arc::clone(pool)))
+        pool.cancel_handle(job)
     }
 
-    /// The pool that runs the task (`RunEnv::pool`, erased by the task layer).
-    fn pool(&self) -> Option<&Arc<Shared>> {
-        self.cx
-            .env
-            .pool
-            .and_then(|p| p.downcast_ref::<Arc<Shared>>())
+    /// The pool that runs the task (`RunEnv::pool`).
+    fn pool(&self) -> Option<&dyn Host> {
+        self.cx.env.pool
     }
 }
 

@@ -151,14 +151,14 @@ fn loom_terminated_future_vs_latch() {
     });
 }
 
-/// S1 (`pool/sleepers.rs`): a task asleep in `TaskContext::sleep` against the cancel that
+/// S1 (`task/sleepers.rs`): a task asleep in `TaskContext::sleep` against the cancel that
 /// must wake it. The sleeper lists itself, checks its condition and parks; the canceller
 /// changes the condition and wakes the list. A lost wake-up deadlocks: loom's park has
 /// no timeout.
 #[test]
 fn loom_sleeper_vs_cancel() {
-    use crate::pool::sleepers::Sleepers;
     use crate::sync::{AtomicBool, Ordering};
+    use crate::task::sleepers::Sleepers;
     loom::model(|| {
         let sleepers = Arc::new(Sleepers::new());
         let cancelled = Arc::new(AtomicBool::new(false));

@@ -2,8 +2,8 @@
 //! run's span to the submitter's span, and the cluster lock of an
 //! [`exclusive`](crate::Periodic::exclusive) task (the lease protocol is in `mod.rs`).
 //!
-//! It sits on the task layer's run environment (`task::RunCx`, whose erased pool it turns
-//! back into the pool for its counters and traces, as `context.rs` does) and is built by
+//! It sits on the task layer's run environment (`task::RunCx`: the pool's name through
+//! `task::Host`, the counters) and is built by
 //! the executor's handle around every periodic closure, like the context adaptors; the
 //! pool never sees it.
 //!
@@ -17,9 +17,7 @@ use std::time::Duration;
 
 use super::{Exclusive, Lease, LockError};
 use crate::error::run_caught;
-use crate::pool::Shared;
 use crate::stats::{self, Counters};
-use crate::sync::Arc;
 use crate::task::{drop_quietly, PeriodicBody, RunCx, Step};
 use crate::throttle::Throttle;
 
@@ -54,11 +52,7 @@ impl<B: PeriodicBody> Guarded<B> {
 
 /// The pool's name and counters for a run's traces (empty and none outside a pool).
 fn whose<'a>(cx: &'a RunCx<'a>) -> (&'a str, Option<&'a Counters>) {
-    let pool = cx
-        .env
-        .pool
-        .and_then(|p| p.downcast_ref::<Arc<Shared>>())
-        .map_or("", |p| p.name());
+    let pool = cx.env.pool.map_or("", |p| p.name());
     (pool, cx.env.counters)
 }
 

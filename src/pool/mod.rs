@@ -78,7 +78,6 @@
 pub(crate) mod control;
 mod introspect;
 mod shared;
-pub(crate) mod sleepers;
 mod worker;
 
 pub(crate) use shared::Shared;

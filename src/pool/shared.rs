@@ -8,18 +8,19 @@ use std::fmt;
 use std::time::Instant;
 
 use super::control::{Control, RunState};
-use super::sleepers::Sleepers;
 use super::{Policy, PoolRef, Stripe, Tally};
 use crate::builder::{Config, RejectionPolicy};
 use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::error::{run_caught, ScheduleError, TaskError};
+use crate::future::CancelHandle;
 use crate::periodic::{Periodic, Schedule};
 use crate::queue::sharded::{AllShards, ShardGuard, ShardedQueue};
 use crate::queue::{Position, TimedEntry, Tracked};
 use crate::stats::{self, Counters, Lateness};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
+use crate::task::sleepers::Sleepers;
 use crate::task::{
-    state::State, submitter_span, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody,
+    state::State, submitter_span, Host, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody,
     PeriodicTask, Plain, RunEnv, TypedJob, NO_DEADLINE,
 };
 use crate::throttle::Throttle;
@@ -795,6 +796,26 @@ impl Shared {
         wake_if_drained(self); // E3
         finish_removed(removed);
         self.finisher_done();
+    }
+}
+
+/// The seam a run sees (`task::Host`). On the `Arc`, so a task context can make a cancel
+/// handle that keeps the pool alive.
+impl Host for Arc<Shared> {
+    fn name(&self) -> &str {
+        Shared::name(self)
+    }
+
+    fn is_stopping(&self) -> bool {
+        Shared::is_stopping(self)
+    }
+
+    fn sleepers(&self) -> &Sleepers {
+        &self.sleepers
+    }
+
+    fn cancel_handle(&self, job: &Arc<dyn Job>) -> CancelHandle {
+        CancelHandle::new(Arc::clone(job), Stripe::new(Arc::clone(self)))
     }
 }
 

@@ -49,10 +49,10 @@
 mod completion;
 mod once;
 mod periodic;
+pub(crate) mod sleepers;
 pub(crate) mod state;
 
 use crate::sync::{Arc, Ordering};
-use std::any::Any;
 use std::fmt;
 use std::time::Duration;
 
@@ -276,13 +276,26 @@ pub(crate) struct RunEnv<'a> {
     /// The task as the queue holds it (for a task context's cancel handle); `None` in
     /// unit tests that run a bare task.
     pub(crate) job: Option<&'a Arc<dyn Job>>,
-    /// The pool that runs it (an `Arc<pool::Shared>`, erased: this layer only passes it
-    /// on, to the closure adaptors that turn it back into the pool: the task context,
-    /// `context.rs`, and the exclusive runs, `cluster/run.rs`).
-    pub(crate) pool: Option<&'a (dyn Any + Send + Sync)>,
+    /// The pool that runs it, as far as a run may see it ([`Host`]: the task context,
+    /// `context.rs`, and the exclusive runs, `cluster/run.rs`, use it).
+    pub(crate) pool: Option<&'a dyn Host>,
     /// The run is on one of the pool's workers (not a `CallerRuns` run or a
     /// `PendingTask::run` on the caller's thread): `shutdown_now` asks it to stop.
     pub(crate) on_worker: bool,
+}
+
+/// What a run may ask of the pool that runs it: the seam between the task layer and the
+/// pool (tokio's `task::Schedule`), implemented by `pool::Shared`. The closure adaptors
+/// (`context.rs`, `cluster/run.rs`) reach the pool only through it.
+pub(crate) trait Host: Send + Sync {
+    /// The pool's name, for traces.
+    fn name(&self) -> &str;
+    /// `shutdown_now` has begun: a run on a worker is asked to stop.
+    fn is_stopping(&self) -> bool;
+    /// The runs asleep in `TaskContext::sleep` (S1, `sleepers.rs`).
+    fn sleepers(&self) -> &sleepers::Sleepers;
+    /// A handle that cancels, interrupts or reschedules `job` through this pool.
+    fn cancel_handle(&self, job: &Arc<dyn Job>) -> crate::CancelHandle;
 }
 
 /// What a task's closure is called with: the environment, and this run's facts.
