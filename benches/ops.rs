@@ -20,6 +20,7 @@
 //! | `cancel` | `fut.cancel()` in submission order | `schedule` |
 //! | `cancel_shuffled` | `fut.cancel()` in a fixed-seed shuffled order | `schedule_perm` |
 //! | `schedule_perm` | `schedule` + building the shuffled order | — |
+//! | `rearm` | `fut.reschedule(Instant::now() + 1 h)` of each pending task, in a fixed-seed shuffled order (a server's idle timeouts pushed back) | `schedule_perm` |
 //! | `take_run` | the worker takes, runs and completes one task | `schedule_manual` |
 //! | `get` | `fut.get()` on a finished future (and its drop) | `take_run` |
 //! | `lock` | `parking_lot::Mutex` lock + unlock (a yardstick) | — |
@@ -318,6 +319,19 @@ fn op_cancel_shuffled(n: usize) {
     exit();
 }
 
+fn op_rearm(n: usize) {
+    let pool = real_pool();
+    let futs = schedule_n(&pool, FAR, n);
+    let order = permutation(n);
+    let s = Section::begin();
+    for &i in &order {
+        assert!(futs[i].reschedule(Instant::now() + FAR));
+    }
+    s.end("rearm", n);
+    black_box(pool.queue_len());
+    exit();
+}
+
 fn op_take_run(n: usize) {
     let (_pool, clock, futs, rx) = manual_with_signal(n);
     let s = Section::begin();
@@ -464,6 +478,7 @@ const OPS: &[Op] = &[
     ("cancel", op_cancel),
     ("schedule_perm", op_schedule_perm),
     ("cancel_shuffled", op_cancel_shuffled),
+    ("rearm", op_rearm),
     ("take_run", op_take_run),
     ("submit_due", op_submit_due),
     ("take_run_due", op_take_run_due),

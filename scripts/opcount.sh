@@ -44,6 +44,7 @@ table=(
     execute:-
     cancel:schedule
     cancel_shuffled:schedule_perm
+    rearm:schedule_perm
     schedule_manual:-
     take_run:schedule_manual
     submit_due:-

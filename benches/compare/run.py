@@ -15,9 +15,9 @@ COMPARE_DOC). Standard library only.
 Environment:
   COMPARE_QUICK=1          sizes scaled down 10-20x (and 1 repeat unless COMPARE_REPEATS)
   COMPARE_REPEATS=N        processes per (system, workload); default 3 (1 when quick)
-  COMPARE_REPEATS_W5=N     per-workload override (W1..W8, SCALING)
+  COMPARE_REPEATS_W5=N     per-workload override (W1..W9, SCALING)
   COMPARE_SYSTEMS=a,b      subset of: schedpool,stp,tokio,stpe17,stpe25,fjp25
-  COMPARE_WORKLOADS=a,b    subset of: w1,w2,w3,w4,w5,w6,w7,w8,scaling
+  COMPARE_WORKLOADS=a,b    subset of: w1,w2,w3,w4,w5,w6,w7,w8,w9,scaling
   COMPARE_DOC=path         document to update (default docs/BENCHMARKS.md; for a quick
                            run results/BENCHMARKS.quick.md, so a smoke test never
                            overwrites the published figures)
@@ -68,7 +68,7 @@ SYSTEMS = [
 LABEL = {s[0]: s[1] for s in SYSTEMS}
 PEERS = [s[0] for s in SYSTEMS if s[0] != "schedpool"]
 
-WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "scaling"]
+WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "scaling"]
 TITLES = {
     "w1": "W1 burst — 1,000,000 zero-delay tasks from one producer",
     "w2": "W2 delayed — 200,000 tasks, delays uniform in [0, 1 s)",
@@ -79,6 +79,8 @@ TITLES = {
     "w7": "W7 many producers — 8 producers × 200,000 schedule(50 ms) + cancel, every 100th "
           "fires",
     "w8": "W8 re-arm — 2 producers × 500,000 moves of a pending timeout 50 ms ahead",
+    "w9": "W9 idle timeouts — one thread, 1,000,000 re-arms of a random one of 100,000 "
+          "timeouts 60 s ahead",
     "scaling": "Scaling — schedule and cancel cost against tasks pending",
 }
 QUICK_TITLES = {
@@ -90,6 +92,8 @@ QUICK_TITLES = {
     "w6": "W6 wake latency — 200 × one task 2 ms ahead on an idle pool",
     "w7": "W7 many producers — 8 producers × 20,000 schedule(50 ms) + cancel, every 100th fires",
     "w8": "W8 re-arm — 2 producers × 50,000 moves of a pending timeout 50 ms ahead",
+    "w9": "W9 idle timeouts — one thread, 100,000 re-arms of a random one of 10,000 "
+          "timeouts 60 s ahead",
 }
 
 # Metrics shown per workload: (key, label, scale, better) where better is "high", "low"
@@ -161,6 +165,12 @@ METRICS = {
         ("none_fired", "no task fired (runs)", 1, None),
         ("max_gap_ms", "longest producer gap (ms; ≥ 50 lets a task fire)", 1, None),
     ],
+    "w9": [
+        ("rearms_per_s", "throughput (M re-arms/s)", 1e6, "high"),
+        ("ns_per_rearm", "ns per re-arm", 1, "low"),
+        ("method", "method", 1, None),
+        ("fired", "tasks fired (0 expected)", 1, None),
+    ],
 }
 
 NOTES = {
@@ -205,6 +215,12 @@ NOTES = {
           "the task and schedules a new one (tokio: `abort` + `spawn`). No task may fire; "
           "each producer's longest gap between clock reads (every 1,024 iterations) tells a "
           "producer that was off the CPU past the deadline from a scheduler that fired early.",
+    "w9": "A server's idle timeouts: one thread keeps one timeout per connection pending "
+          "60 s ahead and pushes a random one (fixed-seed xorshift, the same sequence on "
+          "both sides) back to 60 s from now, as a packet on that connection would. "
+          "schedpool moves the queued task with `reschedule`; every other system cancels "
+          "it and schedules a new one (scheduled-thread-pool's cancel only flags the task, "
+          "so its queue grows by one per re-arm). No task may fire.",
 }
 
 TARGETS_NOTE = ("Targets are the performance issue's goals for schedpool, checked "
@@ -670,6 +686,11 @@ def targets(data, scaling_series, sizes):
     bp, who = best_peer("w8", "iterations_per_s")
     if sp and bp:
         rows.append(("W8 re-arm throughput ≥ 2× best peer",
+                     f"{sp / 1e6:.2f} M/s = {sp / bp:.2f}× {LABEL[who]}", verdict(sp >= 2 * bp)))
+    sp = med(data, "w9", "schedpool", "rearms_per_s")
+    bp, who = best_peer("w9", "rearms_per_s")
+    if sp and bp:
+        rows.append(("W9 idle-timeout re-arms ≥ 2× best peer",
                      f"{sp / 1e6:.2f} M/s = {sp / bp:.2f}× {LABEL[who]}", verdict(sp >= 2 * bp)))
     if scaling_series.get("schedpool"):
         losses, pairs = [], 0

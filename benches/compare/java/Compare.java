@@ -122,6 +122,8 @@ public final class Compare {
         final int producersThreads;
         final long producersPerThread;
         final long rearmPerProducer;
+        final int idleTimeouts;
+        final long idleRearms;
         final int periodicTasks;
         final long periodicSecs;
         final int wakeN;
@@ -137,6 +139,8 @@ public final class Compare {
             producersThreads = 8;
             producersPerThread = quick ? 20_000 : 200_000;
             rearmPerProducer = quick ? 50_000 : 500_000;
+            idleTimeouts = quick ? 10_000 : 100_000;
+            idleRearms = quick ? 100_000 : 1_000_000;
             periodicTasks = 1_000;
             periodicSecs = quick ? 1 : 3;
             wakeN = quick ? 200 : 2_000;
@@ -668,6 +672,49 @@ public final class Compare {
     }
 
     // ------------------------------------------------------------------------------------
+    // W9 idle timeouts
+    // ------------------------------------------------------------------------------------
+
+    /**
+     * A server's idle timeouts (see the Rust side): one thread keeps N timeouts pending 60 s
+     * ahead and, M times, pushes a random one back to 60 s from now with cancel + schedule.
+     * The same fixed-seed xorshift picks the timeouts.
+     */
+    static Json idle(String kind, Params p) throws Exception {
+        int n = p.idleTimeouts;
+        long m = p.idleRearms;
+        Sys s = start(kind);
+        AtomicLong fired = new AtomicLong();
+        Runnable task = fired::incrementAndGet;
+        List<ScheduledFuture<?>> handles = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            handles.add(s.pool.schedule(task, 60, TimeUnit.SECONDS));
+        }
+        long x = 0x9E3779B97F4A7C15L;
+        long t0 = System.nanoTime();
+        for (long k = 0; k < m; k++) {
+            x ^= x >>> 12;
+            x ^= x << 25;
+            x ^= x >>> 27;
+            int i = (int) Long.remainderUnsigned(x * 0x2545F4914F6CDD1DL, n);
+            handles.get(i).cancel(false);
+            handles.set(i, s.pool.schedule(task, 60, TimeUnit.SECONDS));
+        }
+        long t1 = System.nanoTime();
+        for (ScheduledFuture<?> h : handles) h.cancel(false);
+        long got = fired.get();
+        Json json = new Json().integer("timeouts", n).integer("rearms", m)
+                .num("rearms_per_s", m * (double) SEC / (t1 - t0))
+                .num("ns_per_rearm", (t1 - t0) / (double) m)
+                .str("method", "cancel+schedule")
+                .integer("fired", got)
+                .bool("none_fired", got == 0);
+        if (got > 0) json.str("error", got + " task(s) fired, expected none");
+        s.dispose();
+        return json;
+    }
+
+    // ------------------------------------------------------------------------------------
     // W5 periodic
     // ------------------------------------------------------------------------------------
 
@@ -840,7 +887,7 @@ public final class Compare {
 
     static final String USAGE = "usage: java Compare <stpe|fjp> "
             + "<w1|burst|w2|delayed|w3|cancel|w4|timeouts|w5|periodic|w6|wake|w7|producers"
-            + "|w8|rearm|scaling> [--quick]";
+            + "|w8|rearm|w9|idle|scaling> [--quick]";
 
     static Json runOnce(String kind, String workload, Params p) throws Exception {
         switch (workload) {
@@ -852,6 +899,7 @@ public final class Compare {
             case "w6": return wake(kind, p);
             case "w7": return producers(kind, p);
             case "w8": return rearm(kind, p);
+            case "w9": return idle(kind, p);
             case "scaling": return scaling(kind, p);
             default: throw new IllegalArgumentException(USAGE);
         }
@@ -867,6 +915,7 @@ public final class Compare {
             case "wake": return "w6";
             case "producers": return "w7";
             case "rearm": return "w8";
+            case "idle": return "w9";
             default: return w;
         }
     }

@@ -5,7 +5,7 @@
 //! Systems: `schedpool`, `stp` (the `scheduled-thread-pool` crate), `tokio`; and `os`
 //! with workload `w6`: the machine's own timed-wait latency, without any pool.
 //! Workloads: `w1`/`burst`, `w2`/`delayed`, `w3`/`cancel`, `w4`/`timeouts`,
-//! `w5`/`periodic`, `w6`/`wake`, `w7`/`producers`, `w8`/`rearm`, `scaling`.
+//! `w5`/`periodic`, `w6`/`wake`, `w7`/`producers`, `w8`/`rearm`, `w9`/`idle`, `scaling`.
 
 mod systems;
 mod util;
@@ -19,7 +19,7 @@ use workloads::Params;
 static ALLOC: util::CountingAlloc = util::CountingAlloc;
 
 const USAGE: &str = "usage: compare <schedpool|stp|tokio> \
-<w1|burst|w2|delayed|w3|cancel|w4|timeouts|w5|periodic|w6|wake|w7|producers|w8|rearm|scaling> \
+<w1|burst|w2|delayed|w3|cancel|w4|timeouts|w5|periodic|w6|wake|w7|producers|w8|rearm|w9|idle|scaling> \
 [--quick]
        compare os w6 [--quick]   (timed-wait latency of a bare thread)";
 
@@ -33,6 +33,7 @@ fn run<S: System>(workload: &str, p: &Params) -> Option<(&'static str, Json)> {
         "w6" | "wake" => ("w6", workloads::wake::<S>(p)),
         "w7" | "producers" => ("w7", workloads::producers::<S>(p)),
         "w8" | "rearm" => ("w8", workloads::rearm::<S>(p)),
+        "w9" | "idle" => ("w9", workloads::idle::<S>(p)),
         "scaling" => ("scaling", workloads::scaling::<S>(p)),
         _ => return None,
     })

@@ -36,6 +36,8 @@ pub struct Params {
     pub producers_threads: usize,
     pub producers_per_thread: u64,
     pub rearm_per_producer: u64,
+    pub idle_timeouts: usize,
+    pub idle_rearms: u64,
     pub periodic_tasks: usize,
     pub periodic_secs: u64,
     pub wake_n: usize,
@@ -55,6 +57,8 @@ impl Params {
                 producers_threads: 8,
                 producers_per_thread: 20_000,
                 rearm_per_producer: 50_000,
+                idle_timeouts: 10_000,
+                idle_rearms: 100_000,
                 periodic_tasks: 1_000,
                 periodic_secs: 1,
                 wake_n: 200,
@@ -71,6 +75,8 @@ impl Params {
                 producers_threads: 8,
                 producers_per_thread: 200_000,
                 rearm_per_producer: 500_000,
+                idle_timeouts: 100_000,
+                idle_rearms: 1_000_000,
                 periodic_tasks: 1_000,
                 periodic_secs: 3,
                 wake_n: 2_000,
@@ -680,6 +686,59 @@ pub fn rearm<S: System>(p: &Params) -> Json {
             );
         }
     }
+    s.dispose();
+    json
+}
+
+// ---------------------------------------------------------------------------------------
+// W9 idle timeouts
+// ---------------------------------------------------------------------------------------
+
+/// A server's idle timeouts: one thread keeps N timeouts pending 60 s ahead (one per
+/// connection) and, M times, pushes a random one of them back to 60 s from now, as a
+/// packet on that connection would: `System::rearm` (schedpool: `reschedule`; everyone
+/// else: cancel + schedule). The random choice is a fixed-seed xorshift, the same in the
+/// Java harness. Re-arms per second over the loop; no task may fire.
+pub fn idle<S: System>(p: &Params) -> Json {
+    let (n, m) = (p.idle_timeouts, p.idle_rearms);
+    let s = start::<S>();
+    let fired = leak(AtomicU64::new(0));
+    let delay = Duration::from_secs(60);
+    let task = move || {
+        fired.fetch_add(1, Ordering::Relaxed);
+    };
+    let mut handles: Vec<S::Handle> = (0..n).map(|_| s.schedule(delay, task)).collect();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut method = "";
+    let t0 = now_ns();
+    for _ in 0..m {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        let i = (x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize;
+        method = s.rearm(&mut handles[i], delay, task);
+    }
+    let t1 = now_ns();
+    let pending = s.pending();
+    for h in &handles {
+        s.cancel(h);
+    }
+    let got = fired.load(Ordering::Relaxed);
+    let mut json = Json::default()
+        .int("timeouts", n as i64)
+        .int("rearms", m as i64)
+        .num("rearms_per_s", m as f64 * SEC as f64 / (t1 - t0) as f64)
+        .num("ns_per_rearm", (t1 - t0) as f64 / m as f64)
+        .str("method", method)
+        .int("fired", got as i64)
+        .bool("none_fired", got == 0);
+    if let Some(pending) = pending {
+        json = json.int("pending_after", pending as i64);
+    }
+    if got > 0 {
+        json = json.str("error", &format!("{got} task(s) fired, expected none"));
+    }
+    drop(handles);
     s.dispose();
     json
 }
