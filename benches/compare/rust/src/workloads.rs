@@ -223,7 +223,11 @@ fn causes(mut json: Json, deadlines: &[u64], submit_end: u64, t0: u64, st: &Dela
     let n = deadlines.len();
     let lat: Vec<i64> = st.lat.iter().map(|a| a.load(Ordering::Relaxed)).collect();
     let start: Vec<u64> = st.start.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    let worker: Vec<u64> = st.worker.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+    let worker: Vec<u64> = st
+        .worker
+        .iter()
+        .map(|a| a.load(Ordering::Relaxed))
+        .collect();
     // The previous start on the same worker, for every task.
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_unstable_by_key(|&i| (worker[i], start[i]));
@@ -250,8 +254,14 @@ fn causes(mut json: Json, deadlines: &[u64], submit_end: u64, t0: u64, st: &Dela
         let mut v: Vec<i64> = (0..n).filter(|&i| class(i) == c).map(|i| lat[i]).collect();
         let in_tail = (0..n).filter(|&i| class(i) == c && lat[i] >= p99).count();
         json = json
-            .num(&format!("cause_{name}_pct"), 100.0 * v.len() as f64 / n as f64)
-            .num(&format!("cause_{name}_tail_pct"), 100.0 * in_tail as f64 / tail as f64);
+            .num(
+                &format!("cause_{name}_pct"),
+                100.0 * v.len() as f64 / n as f64,
+            )
+            .num(
+                &format!("cause_{name}_tail_pct"),
+                100.0 * in_tail as f64 / tail as f64,
+            );
         if !v.is_empty() {
             v.sort_unstable();
             json = json
@@ -270,7 +280,11 @@ fn causes(mut json: Json, deadlines: &[u64], submit_end: u64, t0: u64, st: &Dela
         .iter_mut()
         .map(|v| {
             v.sort_unstable();
-            if v.is_empty() { 0.0 } else { us(percentile(v, 0.99)) }
+            if v.is_empty() {
+                0.0
+            } else {
+                us(percentile(v, 0.99))
+            }
         })
         .collect();
     json = json
