@@ -165,6 +165,66 @@ fn contending_threads_and_connections_never_hold_one_lock_at_once() {
     assert_eq!(tokens.len(), n, "LK2: every acquisition has its own token");
 }
 
+/// A database whose role defaults to SERIALIZABLE (ShedLock's serializable fuzz test):
+/// 8 locks race for one name, and every answer is a lease or `None`, never a store error
+/// (40001, "could not serialize access"), and every release of a held lease succeeds.
+#[test]
+fn a_serializable_default_isolation_never_turns_a_held_lock_into_an_error() {
+    let server = PgServer::start();
+    let mut admin = server.client();
+    admin
+        .batch_execute(
+            "CREATE ROLE strict LOGIN SUPERUSER; \
+             ALTER ROLE strict SET default_transaction_isolation = 'serializable';",
+        )
+        .unwrap();
+    let url = server.url().replace("user=postgres", "user=strict");
+    let mut probe = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let level: String = probe
+        .query_one("SHOW default_transaction_isolation", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(level, "serializable", "the role's default applies");
+    pg_lock(&url, "setup").check().expect("creates the table");
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let acquired = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|n| {
+            let lock = pg_lock(&url, &format!("strict-{n}"));
+            let (errors, acquired) = (errors.clone(), acquired.clone());
+            std::thread::spawn(move || {
+                for _ in 0..100 {
+                    match lock.try_acquire("contended", sec(30)) {
+                        Ok(Some(lease)) => {
+                            acquired.fetch_add(1, Ordering::SeqCst);
+                            match lock.release(lease, Duration::ZERO) {
+                                Ok(true) => {}
+                                other => errors.lock().unwrap().push(format!("release: {other:?}")),
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) => errors.lock().unwrap().push(format!("acquire: {e}")),
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no contender panicked");
+    }
+    let errors = errors.lock().unwrap();
+    assert!(
+        errors.is_empty(),
+        "{} errors, first: {:?}",
+        errors.len(),
+        errors.first()
+    );
+    assert!(
+        acquired.load(Ordering::SeqCst) > 10,
+        "the lock changed hands"
+    );
+}
+
 // ---- each tick once across executors and processes ----
 
 const TICK: Duration = Duration::from_millis(1000);

@@ -9,6 +9,10 @@
 //! - release: `UPDATE ... SET lock_until = GREATEST(locked_at + at_least_for, now())
 //!   WHERE name = $1 AND token = $2 AND lock_until > now()` (LK2, LK3).
 //!
+//! The session runs at READ COMMITTED whatever the database's default (a role or database
+//! set to SERIALIZABLE would otherwise fail a statement that meets a concurrent update
+//! with 40001 instead of answering "held").
+//!
 //! The connection is owned by one thread of the lock's own, which runs the statements
 //! that callers send it; a caller waits for the answer at most `timeout` (the bound on
 //! every call, so no worker of the pool waits longer), and the connection's
@@ -505,8 +509,15 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
     // A little under the caller's bound, so that a statement the database is slow with
     // is cancelled there, with its error, before the caller gives up on the connection.
     let ms = (shared.timeout.as_millis() * 3 / 4).max(1);
+    // READ COMMITTED whatever the database's or the role's default: each statement is
+    // atomic on its own (one row, `ON CONFLICT`), and at SERIALIZABLE or REPEATABLE READ
+    // a statement that meets a concurrent update of the row fails with 40001 where the
+    // protocol's answer is simply "held" (acquire) or "done" (release).
     client
-        .batch_execute(&format!("SET statement_timeout = {ms}"))
+        .batch_execute(&format!(
+            "SET statement_timeout = {ms}; \
+             SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
+        ))
         .map_err(store)?;
     let t = &shared.table;
     if shared.create_table {
