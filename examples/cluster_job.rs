@@ -13,7 +13,7 @@
 //! database) to see the nodes share the ticks.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use schedpool::cluster::{Exclusive, PgLock};
 use schedpool::{MissedTicks, Periodic, PoolStats, ScheduledThreadPoolExecutor, TaskContext};
@@ -91,12 +91,10 @@ fn start_node(
         .core_pool_size(1)
         .name(name)
         .build();
-    // Every node ticks on the wall clock's whole seconds; the lock is kept for at least
-    // half a tick, so a node whose tick comes a little later skips it.
-    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH)?;
-    let to_next = TICK - Duration::from_nanos((since_epoch.as_nanos() % TICK.as_nanos()) as u64);
+    // Every node ticks on the wall clock's whole seconds (`aligned`); the lock is kept for
+    // at least half a tick, so a node whose tick comes a little later skips it.
     let spec = Periodic::at_fixed_rate(TICK)
-        .initial_delay(to_next)
+        .aligned(Duration::ZERO)
         .missed_ticks(MissedTicks::Skip)
         .max_lateness(TICK * 4 / 10)
         .name("send-due-messages")

@@ -359,6 +359,8 @@ pub struct Periodic {
     pub(crate) name: Option<Arc<str>>,
     /// `Periodic::exclusive`.
     pub(crate) exclusive: Option<Exclusive>,
+    /// `Periodic::aligned`: the offset of the wall-clock grid the first deadline is put on.
+    pub(crate) aligned: Option<Duration>,
 }
 
 impl Periodic {
@@ -374,6 +376,7 @@ impl Periodic {
             on_error: OnError::default(),
             name: None,
             exclusive: None,
+            aligned: None,
         }
     }
 
@@ -470,6 +473,40 @@ impl Periodic {
     #[must_use]
     pub fn exclusive(mut self, exclusive: Exclusive) -> Self {
         self.exclusive = Some(exclusive);
+        self
+    }
+
+    /// Puts the ticks on the wall clock's grid: the first deadline is the first instant,
+    /// no earlier than `initial_delay` from now, whose wall-clock time is a whole multiple
+    /// of the period after the Unix epoch, plus `offset` (taken modulo the period). A
+    /// fixed-rate task then keeps that grid (`every 1 min` runs at hh:mm:00 + `offset`);
+    /// a fixed-delay task starts on it. Nodes that schedule the same aligned job at
+    /// different times share its ticks without arithmetic of their own, which is what
+    /// [`exclusive`](Self::exclusive) needs to run each tick once cluster-wide. Ignored by
+    /// a trigger (it has its own deadlines).
+    ///
+    /// The wall-clock time is read once, when the task is scheduled (as
+    /// [`CronTrigger`](crate::CronTrigger) does): a later step of the system clock moves
+    /// the grid, not the task. On a [`ManualClock`](crate::ManualClock) the wall-clock
+    /// time of the clock's current instant is `SystemTime::now()` at scheduling.
+    ///
+    /// ```
+    /// use schedpool::{Periodic, ScheduledThreadPoolExecutor};
+    /// use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let every_minute = Periodic::at_fixed_rate(Duration::from_secs(60))
+    ///     .aligned(Duration::from_secs(5)); // at hh:mm:05
+    /// let fut = pool.schedule_periodic(every_minute, || ()).unwrap();
+    /// // Where the first run falls on the wall clock:
+    /// let wall = SystemTime::now() + fut.deadline().duration_since(Instant::now());
+    /// let secs = wall.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    /// assert!((secs - 5.0).rem_euclid(60.0) < 0.5 || (secs - 5.0).rem_euclid(60.0) > 59.5);
+    /// # fut.cancel();
+    /// ```
+    #[must_use]
+    pub fn aligned(mut self, offset: Duration) -> Self {
+        self.aligned = Some(offset);
         self
     }
 

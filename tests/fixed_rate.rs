@@ -287,3 +287,73 @@ fn fixed_rate_on_the_real_clock_keeps_running_until_cancelled() {
     );
     assert!(outcome(fut).unwrap_err().is_cancelled());
 }
+
+/// `Periodic::aligned`: two nodes that schedule the same job at different times get the
+/// same ticks, on the wall clock's grid of the period plus the offset.
+#[test]
+fn aligned_ticks_fall_on_the_wall_clock_grid_whatever_the_start() {
+    use std::time::{Instant, SystemTime, UNIX_EPOCH};
+    let period = Duration::from_millis(400);
+    let offset = Duration::from_millis(100);
+    let spec = || schedpool::Periodic::at_fixed_rate(period).aligned(offset);
+    let a = ScheduledThreadPoolExecutor::new(1);
+    let fa = a.schedule_periodic(spec(), || ()).unwrap();
+    std::thread::sleep(Duration::from_millis(150)); // the second node starts later
+    let b = ScheduledThreadPoolExecutor::new(1);
+    let fb = b.schedule_periodic(spec(), || ()).unwrap();
+    let (da, db) = (fa.deadline(), fb.deadline());
+    let apart = if da > db { da - db } else { db - da };
+    // The same tick, or the next one if `b` was scheduled after `a`'s first tick.
+    let ticks_apart = apart.as_secs_f64() / period.as_secs_f64();
+    assert!(
+        (ticks_apart - ticks_apart.round()).abs() * period.as_secs_f64() < 0.005,
+        "{apart:?} apart"
+    );
+    // On the grid: the deadline's wall-clock time is k * 400 ms + 100 ms.
+    let (now_i, now_w) = (Instant::now(), SystemTime::now());
+    let wall = now_w + db.saturating_duration_since(now_i) - now_i.saturating_duration_since(db);
+    let ms = wall.duration_since(UNIX_EPOCH).unwrap().as_nanos() as f64 / 1e6;
+    let phase = (ms - 100.0).rem_euclid(400.0);
+    assert!(phase < 5.0 || phase > 395.0, "phase {phase} ms");
+    assert!(
+        db.saturating_duration_since(now_i) <= period,
+        "no later than one period"
+    );
+    fa.cancel();
+    fb.cancel();
+    a.close();
+    b.close();
+}
+
+/// On a `ManualClock`, an aligned first deadline lies within one period of the earliest
+/// allowed instant, and a fixed-rate task keeps the period from there.
+#[test]
+fn an_aligned_task_on_a_manual_clock_starts_within_one_period() {
+    let clock = schedpool::ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .build();
+    let period = Duration::from_secs(60);
+    let initial = Duration::from_secs(7);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_periodic(
+            schedpool::Periodic::at_fixed_rate(period)
+                .initial_delay(initial)
+                .aligned(Duration::ZERO),
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap();
+    let first = fut.deadline();
+    assert!(first >= clock.now() + initial && first < clock.now() + initial + period);
+    clock.advance(first - clock.now());
+    assert!(common::wait_until(|| runs.load(Ordering::SeqCst) == 1));
+    assert!(pool.wait_idle(common::BOUND));
+    assert_eq!(fut.deadline(), first + period, "then the period");
+    fut.cancel();
+    pool.close();
+}
