@@ -170,6 +170,12 @@ pub enum LastRun {
     Failed,
     /// It was skipped for `max_lateness`.
     Skipped,
+    /// An [`exclusive`](crate::Periodic::exclusive) task's run was skipped because another
+    /// node held the cluster lock (`PoolStats::lock_skipped`).
+    LockHeld,
+    /// An exclusive task's run was skipped because the cluster lock's store could not be
+    /// asked (`PoolStats::lock_failed`).
+    LockFailed,
 }
 
 /// The executor's monotonic counters.

@@ -32,6 +32,7 @@ impl tracing::field::Visit for Fields {
             "message" => self.0 = v,
             "lock" => self.1 = v,
             "error" => self.2 = v,
+            "ran_ms" => self.2 = format!("ran_ms={v}"),
             _ => {}
         }
     }
@@ -163,8 +164,16 @@ fn skipped_runs_do_not_count_as_runs() {
             },
         )
         .unwrap();
-    for _ in 0..4 {
+    for tick in 0..4 {
         assert!(pool.wait_idle(BOUND));
+        if tick == 1 {
+            let info = pool.scheduled_tasks();
+            assert_eq!(
+                info[0].last_run,
+                Some(schedpool::LastRun::LockHeld),
+                "a held lock, told apart from a max_lateness skip"
+            );
+        }
         clock.advance(PERIOD);
     }
     assert!(fut.wait_timeout(BOUND));
@@ -235,6 +244,10 @@ fn an_unreachable_store_skips_runs_and_keeps_the_schedule() {
     assert_eq!(runs.load(Ordering::SeqCst), 0);
     assert_eq!(store.calls.load(Ordering::SeqCst), 4, "asked at every tick");
     assert_eq!(pool.stats().lock_failed, 4);
+    assert_eq!(
+        pool.scheduled_tasks()[0].last_run,
+        Some(schedpool::LastRun::LockFailed)
+    );
     assert!(
         warned(
             "run skipped: the cluster lock could not be acquired",
@@ -281,11 +294,15 @@ fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone()
         "the expired lease was taken over"
     );
     assert_eq!(pool.stats().lock_overruns, 1);
-    assert!(warned(
-        "a run outlasted its cluster lock's at_most_for",
-        "report",
-        ""
-    ));
+    assert!(
+        warned(
+            "a run outlasted its cluster lock's at_most_for",
+            "report",
+            "ran_ms=61000"
+        ),
+        "ran_ms is the pool's clock's time: {:?}",
+        WARNINGS.lock().unwrap()
+    );
     assert!(
         lock.is_held("report"),
         "the late release did not free the new holder's lock"

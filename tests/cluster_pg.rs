@@ -225,6 +225,68 @@ fn a_serializable_default_isolation_never_turns_a_held_lock_into_an_error() {
     );
 }
 
+/// The trait's edge inputs on the database, and a role without CREATE on the schema
+/// (PostgreSQL 15 and later give ordinary roles none on `public`): with the table made by
+/// its owner, `create_table(true)` still works, and without the table the error says why.
+#[test]
+fn edge_inputs_and_a_role_without_create_on_the_schema() {
+    let server = PgServer::start();
+    let url = server.url();
+    let lock = pg_lock(&url, "edges");
+    let empty = lock
+        .try_acquire("", sec(30))
+        .unwrap()
+        .expect("a name like any other");
+    assert!(lock.try_acquire("", sec(30)).unwrap().is_none());
+    assert!(lock.release(empty, Duration::ZERO).unwrap());
+    let zero = lock
+        .try_acquire("zero", Duration::ZERO)
+        .unwrap()
+        .expect("granted");
+    assert!(
+        lock.holder("zero").unwrap().is_none(),
+        "over as soon as granted"
+    );
+    assert!(!lock.release(zero, Duration::ZERO).unwrap(), "an overrun");
+    let capped = lock.try_acquire("cap", ms(300)).unwrap().unwrap();
+    assert!(lock.release(capped, sec(3600)).unwrap());
+    assert!(
+        wait_for(sec(5), || lock
+            .holder("cap")
+            .unwrap()
+            .is_none()
+            .then_some(()))
+        .is_some(),
+        "held for at_most_for (300 ms), not at_least_for (1 h)"
+    );
+
+    let mut admin = server.client();
+    admin
+        .batch_execute(
+            "CREATE ROLE plain LOGIN; \
+             REVOKE CREATE ON SCHEMA public FROM PUBLIC; \
+             GRANT SELECT, INSERT, UPDATE ON schedpool_locks TO plain;",
+        )
+        .unwrap();
+    let plain_url = url.replace("user=postgres", "user=plain");
+    let plain = pg_lock(&plain_url, "plain");
+    plain.check().expect("the table exists: no CREATE needed");
+    let lease = plain.try_acquire("job", sec(30)).unwrap().expect("free");
+    assert!(plain.release(lease, Duration::ZERO).unwrap());
+    let other = Arc::new(
+        PgLock::builder(&plain_url)
+            .table("missing_locks")
+            .timeout(sec(2))
+            .build()
+            .unwrap(),
+    );
+    let err = other
+        .check()
+        .expect_err("no table and no right to create it")
+        .to_string();
+    assert!(err.contains("permission denied"), "{err}");
+}
+
 // ---- each tick once across executors and processes ----
 
 const TICK: Duration = Duration::from_millis(1000);

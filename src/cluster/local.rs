@@ -99,7 +99,9 @@ impl ClusterLock for LocalLock {
         match records.get_mut(lease.name()) {
             // LK2: only the current, still valid lease changes the record.
             Some(r) if r.token == lease.token() && r.until > now => {
-                r.until = clock::add(r.acquired, at_least_for).max(now); // LK3
+                // LK3, with `at_least_for` capped at the lease's `at_most_for`.
+                let at_least_for = at_least_for.min(lease.at_most_for());
+                r.until = clock::add(r.acquired, at_least_for).max(now);
                 Ok(true)
             }
             _ => Ok(false),
@@ -120,6 +122,37 @@ mod tests {
     use super::*;
 
     const MIN: Duration = Duration::from_secs(60);
+
+    /// The trait's edge inputs: an empty name is a name, a zero `at_most_for` is over at
+    /// once, and `at_least_for` is capped at the lease's `at_most_for`.
+    #[test]
+    fn edge_inputs_behave_as_the_trait_says() {
+        let clock = ManualClock::new();
+        let lock = LocalLock::with_clock(clock.clone());
+        let empty = lock
+            .try_acquire("", MIN)
+            .unwrap()
+            .expect("a name like any other");
+        assert!(lock.try_acquire("", MIN).unwrap().is_none());
+        assert!(lock.release(empty, Duration::ZERO).unwrap());
+        let zero = lock
+            .try_acquire("z", Duration::ZERO)
+            .unwrap()
+            .expect("granted");
+        assert!(!lock.is_held("z"), "over as soon as granted");
+        assert!(
+            lock.try_acquire("z", MIN).unwrap().is_some(),
+            "keeps nobody out"
+        );
+        assert!(!lock.release(zero, Duration::ZERO).unwrap(), "an overrun");
+        let short = lock.try_acquire("cap", MIN).unwrap().unwrap();
+        assert!(lock.release(short, MIN * 10).unwrap());
+        clock.advance(MIN);
+        assert!(
+            !lock.is_held("cap"),
+            "held for at_most_for, not at_least_for"
+        );
+    }
 
     #[test]
     fn one_valid_lease_per_name_with_growing_tokens() {

@@ -70,6 +70,15 @@ pub use pg::{PgLock, PgLockBuilder};
 ///
 /// Implementations must keep LK1–LK4 (module docs), and must return within a bounded time:
 /// a worker thread waits for each call.
+///
+/// Edge inputs, as both providers of the crate treat them (and as an implementation
+/// should):
+/// - any string is a name, the empty one included; names are compared byte for byte;
+/// - a zero `at_most_for` is a lease that is over as soon as it is granted: it keeps
+///   nobody out, and its `release` returns `Ok(false)` (an overrun);
+/// - `at_least_for` longer than the lease's `at_most_for` is capped at it, so a release
+///   never holds the lock longer than the acquisition promised
+///   ([`Exclusive::at_least_for`] caps it the same way).
 pub trait ClusterLock: Send + Sync + 'static {
     /// Takes the lock `name` for at most `at_most_for`, if no valid lease of it exists:
     /// `Ok(Some(lease))` if this node now holds it, `Ok(None)` if another holder's lease

@@ -59,6 +59,17 @@ const DEFAULT_TABLE: &str = "schedpool_locks";
 /// time from the database's clock, and bounds every call by its
 /// [`timeout`](PgLockBuilder::timeout).
 ///
+/// **Connections.** Each `PgLock` holds one connection, on a thread of its own; share
+/// one `PgLock` (in an `Arc`) among the jobs of a process rather than making one per job.
+/// While a server hangs without closing sockets, a lock may also leave up to four
+/// abandoned connections behind, each ending by itself once its statement returns or the
+/// server drops it: budget up to five connections per `PgLock` against the server's
+/// `max_connections` in that case, one otherwise.
+///
+/// **Isolation.** Its session runs at READ COMMITTED, whatever the database's or the
+/// role's default (a SERIALIZABLE default would otherwise fail a statement that meets a
+/// concurrent update of the lock's row).
+///
 /// ```no_run
 /// use schedpool::cluster::{Exclusive, PgLock};
 /// use schedpool::{Periodic, ScheduledThreadPoolExecutor};
@@ -182,7 +193,10 @@ impl PgLockBuilder {
     }
 
     /// Whether to create the table if it is missing, at each new connection (default
-    /// `true`). Without it the table must exist ([`PgLock::schema`]).
+    /// `true`). Without it the table must exist ([`PgLock::schema`]). Creating it needs
+    /// CREATE on its schema, which ordinary roles lack on `public` since PostgreSQL 15: a
+    /// role without it uses the table if it exists (made once by its owner, with SELECT,
+    /// INSERT and UPDATE granted), and otherwise fails with an error that says so.
     #[must_use]
     pub fn create_table(mut self, create: bool) -> Self {
         self.create_table = create;
@@ -371,7 +385,7 @@ impl ClusterLock for PgLock {
         match self.call(Op::Release {
             name: lease.name().to_owned(),
             token: lease.token(),
-            at_least_for,
+            at_least_for: at_least_for.min(lease.at_most_for()), // capped (the trait's docs)
         })? {
             Answer::Released(valid) => Ok(valid),
             _ => unreachable!("a release answers whether the lease was valid"),
@@ -529,7 +543,28 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
                     || *c == postgres::error::SqlState::DUPLICATE_TABLE
                     || *c == postgres::error::SqlState::DUPLICATE_OBJECT
             });
-            if !raced {
+            // A role without CREATE on the schema (ordinary roles on `public` since
+            // PostgreSQL 15) is refused even when the table exists: then it is used.
+            let denied = e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
+            if denied {
+                let exists: bool = client
+                    .query_one("SELECT to_regclass($1) IS NOT NULL", &[t])
+                    .map_err(store)?
+                    .get(0);
+                if !exists {
+                    let why = e
+                        .as_db_error()
+                        .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+                    return Err(LockError::Store(
+                        format!(
+                            "{why}: the table {t} does not exist and this role may not create \
+                             it; create it once as a role that may (PgLock::schema gives the \
+                             statement) and grant this one SELECT, INSERT and UPDATE on it"
+                        )
+                        .into(),
+                    ));
+                }
+            } else if !raced {
                 return Err(store(e));
             }
         }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use super::{Exclusive, Lease, LockError};
 use crate::error::run_caught;
 use crate::stats::{self, Counters};
-use crate::task::{drop_quietly, PeriodicBody, RunCx, Step};
+use crate::task::{drop_quietly, Declined, PeriodicBody, RunCx, Step};
 use crate::throttle::Throttle;
 
 /// A periodic closure with its span link and cluster lock (either may be absent).
@@ -75,6 +75,7 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
                 let held = Held {
                     locking,
                     lease: Some(lease),
+                    started: cx.env.clock.now(),
                     cx,
                 };
                 let step = self.body.call(&RunCx {
@@ -87,14 +88,14 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
             Ok(None) => {
                 bump(counters, |c| &c.lock_skipped);
                 tracing::debug!(target: "schedpool", pool, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere");
-                Step::Skip
+                Step::Skip(Declined::LockHeld)
             }
             Err(error) => {
                 bump(counters, |c| &c.lock_failed);
                 if let Some(suppressed) = locking.warnings.admit() {
                     tracing::warn!(target: "schedpool", pool, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired");
                 }
-                Step::Skip
+                Step::Skip(Declined::LockFailed)
             }
         }
     }
@@ -112,6 +113,9 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
 struct Held<'a> {
     locking: &'a Locking,
     lease: Option<Lease>,
+    /// When the run took the lease, on the pool's clock (a `ManualClock`'s time in a
+    /// test): the overrun warning's `ran_ms`.
+    started: crate::clock::Ticks,
     cx: &'a RunCx<'a>,
 }
 
@@ -123,7 +127,7 @@ impl Drop for Held<'_> {
         let spec = &self.locking.spec;
         let (pool, counters) = whose(self.cx);
         let token = lease.token();
-        let ran = lease.acquired().elapsed();
+        let ran = crate::clock::since(self.cx.env.clock.now(), self.started);
         // A store's panic is contained here: this may run while the closure's own panic
         // unwinds, where a second panic would abort the process.
         let released = match run_caught(|| spec.lock.release(lease, spec.at_least_for)) {

@@ -347,7 +347,16 @@ pub(crate) enum Step {
     /// The closure declined this run without running (its cluster lock is held elsewhere
     /// or unreachable, `cluster/run.rs`): not counted as a run (`runs`, `max_runs`, the
     /// completed count); the schedule goes on as after a `max_lateness` skip.
-    Skip,
+    Skip(Declined),
+}
+
+/// Why a closure declined a run ([`Step::Skip`]), as `TaskInfo::last_run` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Declined {
+    /// Another node holds the cluster lock.
+    LockHeld,
+    /// The cluster lock's store could not be asked.
+    LockFailed,
 }
 
 /// A closure that takes no context.

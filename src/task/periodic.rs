@@ -9,8 +9,8 @@
 use super::state::{End, Exchange, Start};
 use super::NO_DEADLINE;
 use super::{
-    count_run, drop_quietly, Completion, Header, Job, Outcome, PeriodicBody, RunCx, RunEnv,
-    RunReport, Step, TypedJob,
+    count_run, drop_quietly, Completion, Declined, Header, Job, Outcome, PeriodicBody, RunCx,
+    RunEnv, RunReport, Step, TypedJob,
 };
 use crate::clock::{self, Ticks};
 use crate::error::{run_caught, PanicPayload, TaskError};
@@ -211,13 +211,16 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             runs,
             panicked,
         };
-        if matches!(outcome, Ok(Step::Skip)) {
+        if let Ok(Step::Skip(why)) = outcome {
             // The closure declined the run (its cluster lock is held elsewhere or
             // unreachable): not counted as a run; the rule goes on from now.
             if then_cancel {
                 return ControlFlow::Break(AfterRun::Cancelled);
             }
-            body.last = Some(LastRun::Skipped);
+            body.last = Some(match why {
+                Declined::LockHeld => LastRun::LockHeld,
+                Declined::LockFailed => LastRun::LockFailed,
+            });
             return ControlFlow::Continue(times(body.runs, false));
         }
         count_run(env.counters, outcome.is_err());
