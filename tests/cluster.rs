@@ -427,3 +427,124 @@ fn a_run_sees_its_lease_and_fencing_tokens_grow() {
     assert!(plain.wait_timeout(BOUND) && plain.get().unwrap());
     pool.close();
 }
+
+/// An exclusive one-shot, scheduled on every node: the node that takes the lock runs it,
+/// the others complete with `Ok(None)`; each outcome is counted; the task carries the
+/// lock's name.
+#[test]
+fn an_exclusive_one_shot_runs_on_one_node() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let nodes: Vec<_> = (0..3).map(|_| node(&clock)).collect();
+    let spec = Exclusive::new(lock.clone(), "invoice-run", sec(60)).at_least_for(sec(30));
+    let futs: Vec<_> = nodes
+        .iter()
+        .map(|n| {
+            n.schedule_exclusive(sec(5), spec.clone(), |lease: &Lease| lease.token())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        nodes[0].scheduled_tasks()[0].name.as_deref(),
+        Some("invoice-run")
+    );
+    clock.advance(sec(5));
+    let outcomes: Vec<Option<u64>> = futs
+        .into_iter()
+        .map(|f| {
+            assert!(f.wait_timeout(BOUND));
+            f.get()
+                .expect("ran or skipped")
+                .expect("the store answered")
+        })
+        .collect();
+    assert_eq!(outcomes.iter().flatten().count(), 1, "{outcomes:?}");
+    assert_eq!(
+        outcomes.iter().flatten().next(),
+        Some(&1),
+        "the fencing token"
+    );
+    let stats: Vec<_> = nodes.iter().map(|n| n.stats()).collect();
+    assert_eq!(stats.iter().map(|s| s.lock_acquired).sum::<u64>(), 1);
+    assert_eq!(stats.iter().map(|s| s.lock_skipped).sum::<u64>(), 2);
+    assert!(
+        lock.is_held("invoice-run"),
+        "at_least_for keeps late nodes out"
+    );
+    clock.advance(sec(30));
+    assert!(!lock.is_held("invoice-run"));
+    for n in nodes {
+        n.close();
+    }
+}
+
+/// An exclusive one-shot whose store fails completes with the error (it did not run), and
+/// one whose closure panics gives the lease back and completes with `Panicked`.
+#[test]
+fn an_exclusive_one_shot_reports_a_failing_store_and_releases_after_a_panic() {
+    let clock = ManualClock::new();
+    let pool = node(&clock);
+    let store = Arc::new(Flaky {
+        inner: LocalLock::with_clock(clock.clone()),
+        down: AtomicBool::new(true),
+        calls: AtomicU64::new(0),
+    });
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    let fut = pool
+        .schedule_exclusive(
+            Duration::ZERO,
+            Exclusive::new(store.clone(), "once", sec(60)),
+            move |_: &Lease| r.store(true, Ordering::SeqCst),
+        )
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    assert!(matches!(fut.get().unwrap(), Err(LockError::Timeout(_))));
+    assert!(!ran.load(Ordering::SeqCst));
+    assert_eq!(pool.stats().lock_failed, 1);
+
+    store.down.store(false, Ordering::SeqCst);
+    let fut = pool
+        .schedule_exclusive(
+            Duration::ZERO,
+            Exclusive::new(store.clone(), "once", sec(60)),
+            |_: &Lease| -> u8 { panic!("boom") },
+        )
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    assert!(fut.get().unwrap_err().is_panicked());
+    assert!(!store.inner.is_held("once"), "the lease was given back");
+    pool.close();
+}
+
+/// `run_exclusive`: any closure on the caller's thread, under the lock, counted in the
+/// pool's stats; a panic gives the lease back and reaches the caller.
+#[test]
+fn run_exclusive_runs_any_closure_under_the_lock() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let pool = node(&clock);
+    let spec = Exclusive::new(lock.clone(), "migration", sec(60));
+    let token = pool
+        .run_exclusive(&spec, |lease| {
+            assert!(lock.is_held("migration"), "held while it runs");
+            lease.token()
+        })
+        .unwrap();
+    assert_eq!(token, Some(1));
+    assert!(!lock.is_held("migration"), "given back");
+    let other = lock.try_acquire("migration", sec(60)).unwrap().unwrap();
+    assert_eq!(
+        pool.run_exclusive(&spec, |_| unreachable!()).unwrap(),
+        None::<()>
+    );
+    assert!(lock.release(other, Duration::ZERO).unwrap());
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pool.run_exclusive(&spec, |_| -> () { panic!("migration failed") })
+    }));
+    assert!(panicked.is_err(), "the panic reaches the caller");
+    assert!(!lock.is_held("migration"), "after the lease was given back");
+    let s = pool.stats();
+    assert_eq!((s.lock_acquired, s.lock_skipped), (2, 1));
+    pool.close();
+}

@@ -204,6 +204,8 @@ pub struct Exclusive {
     pub(crate) name: Arc<str>,
     pub(crate) at_most_for: Duration,
     pub(crate) at_least_for: Duration,
+    /// The rate limit of the store's warnings, shared by the spec's clones.
+    pub(crate) warnings: Arc<crate::throttle::Throttle>,
 }
 
 impl Exclusive {
@@ -216,6 +218,7 @@ impl Exclusive {
             name: Arc::from(name.into()),
             at_most_for,
             at_least_for: Duration::ZERO,
+            warnings: Arc::default(),
         }
     }
 

@@ -1,38 +1,38 @@
-//! [`Guarded`]: what a periodic spec adds around each run of its closure: the link of the
-//! run's span to the submitter's span, and the cluster lock of an
-//! [`exclusive`](crate::Periodic::exclusive) task (the lease protocol is in `mod.rs`).
+//! What makes a run exclusive: [`run_locked`], the one place where a run takes its cluster
+//! lock, runs and gives the lease back, used by
+//! - [`Guarded`]: what a periodic spec adds around each run of its closure (the link of
+//!   the run's span to the submitter's span, and the cluster lock of an
+//!   [`exclusive`](crate::Periodic::exclusive) task);
+//! - [`LockedOnce`]: an exclusive one-shot
+//!   ([`schedule_exclusive`](crate::ScheduledThreadPoolExecutor::schedule_exclusive));
+//! - [`run_exclusive`](crate::ScheduledThreadPoolExecutor::run_exclusive): any closure, on
+//!   the caller's thread.
 //!
-//! It sits on the task layer's run environment (`task::RunCx`: the pool's name through
-//! `task::Host`, the counters) and is built by
-//! the executor's handle around every periodic closure, like the context adaptors; the
-//! pool never sees it.
+//! The adaptors sit on the task layer's run environment (`task::RunCx`: the pool's name
+//! through `task::Host`, the counters, the clock) and are built by the executor's handle
+//! around the closures, like the context adaptors; the pool never sees them. The lease
+//! protocol is in `mod.rs`.
 //!
-//! An exclusive run: `try_acquire`; held elsewhere, or the store failed, and the run is
-//! skipped (`Step::Skip`: not a run, the schedule goes on); else the closure runs and the
-//! lease is given back when it returns or unwinds (`Held`'s `Drop`), with the spec's
-//! `at_least_for`. Every outcome is counted in the pool's counters and traced; failures
-//! of the store are warnings at most once a second per task (`Throttle`).
+//! A locked run: `try_acquire`; held elsewhere (`Ok(None)`), or the store failed (`Err`),
+//! and the closure does not run; else it runs and the lease is given back when it returns
+//! or unwinds (`Held`'s `Drop`), with the spec's `at_least_for`. Every outcome is counted
+//! in the pool's counters and traced; failures of the store are warnings at most once a
+//! second per [`Exclusive`] (its `Throttle`, shared by its clones).
 
 use std::time::Duration;
 
 use super::{Exclusive, Lease, LockError};
+use crate::clock::{Clock, Ticks};
 use crate::error::run_caught;
 use crate::stats::{self, Counters};
-use crate::task::{drop_quietly, Declined, PeriodicBody, RunCx, Step};
-use crate::throttle::Throttle;
+use crate::task::{drop_quietly, Declined, OnceBody, PeriodicBody, RunCx, Step};
 
 /// A periodic closure with its span link and cluster lock (either may be absent).
 pub(crate) struct Guarded<B> {
     body: B,
     /// The submitter's span (`task::Linked` explains why the span itself is held).
     parent: Option<tracing::Span>,
-    lock: Option<Box<Locking>>,
-}
-
-/// An exclusive task's lock and the rate limit of its warnings.
-struct Locking {
-    spec: Exclusive,
-    warnings: Throttle,
+    lock: Option<Box<Exclusive>>,
 }
 
 impl<B: PeriodicBody> Guarded<B> {
@@ -40,20 +40,66 @@ impl<B: PeriodicBody> Guarded<B> {
         Guarded {
             body,
             parent,
-            lock: lock.map(|spec| {
-                Box::new(Locking {
-                    spec,
-                    warnings: Throttle::default(),
-                })
-            }),
+            lock: lock.map(Box::new),
         }
     }
 }
 
-/// The pool's name and counters for a run's traces (empty and none outside a pool).
-fn whose<'a>(cx: &'a RunCx<'a>) -> (&'a str, Option<&'a Counters>) {
-    let pool = cx.env.pool.map_or("", |p| p.name());
-    (pool, cx.env.counters)
+/// Where a locked run counts and traces: the pool's name, its counters, its clock.
+pub(crate) struct Ledger<'a> {
+    pub(crate) pool: &'a str,
+    pub(crate) counters: Option<&'a Counters>,
+    pub(crate) clock: &'a Clock,
+}
+
+impl<'a> Ledger<'a> {
+    /// A run's: the pool that runs it (none outside a pool).
+    fn of(cx: &'a RunCx<'a>) -> Self {
+        Ledger {
+            pool: cx.env.pool.map_or("", |p| p.name()),
+            counters: cx.env.counters,
+            clock: cx.env.clock,
+        }
+    }
+}
+
+/// Runs `f` under `spec`'s lock: `Ok(Some(output))` if this node got the lease and ran
+/// it, `Ok(None)` if another node holds the lock, `Err` if the store could not be asked.
+/// The lease is given back when `f` returns or unwinds (a panic in `f` goes on unwinding
+/// after the release). Every outcome is counted in `ledger`'s counters and traced.
+pub(crate) fn run_locked<T>(
+    spec: &Exclusive,
+    ledger: &Ledger<'_>,
+    f: impl FnOnce(&Lease) -> T,
+) -> Result<Option<T>, LockError> {
+    let pool = ledger.pool;
+    match spec.lock.try_acquire(&spec.name, spec.at_most_for) {
+        Ok(Some(lease)) => {
+            bump(ledger.counters, |c| &c.lock_acquired);
+            tracing::debug!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "cluster lock acquired");
+            let held = Held {
+                spec,
+                ledger,
+                started: ledger.clock.now(),
+                lease: Some(lease),
+            };
+            let out = f(held.lease.as_ref().expect("held until dropped"));
+            drop(held); // gives the lease back (also on unwind)
+            Ok(Some(out))
+        }
+        Ok(None) => {
+            bump(ledger.counters, |c| &c.lock_skipped);
+            tracing::debug!(target: "schedpool", pool, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere");
+            Ok(None)
+        }
+        Err(error) => {
+            bump(ledger.counters, |c| &c.lock_failed);
+            if let Some(suppressed) = spec.warnings.admit() {
+                tracing::warn!(target: "schedpool", pool, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired");
+            }
+            Err(error)
+        }
+    }
 }
 
 impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
@@ -63,40 +109,20 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
         if let Some(parent) = &self.parent {
             crate::task::link_to(parent);
         }
-        let Some(locking) = self.lock.as_deref() else {
+        let Some(spec) = self.lock.as_deref() else {
             return self.body.call(cx);
         };
-        let spec = &locking.spec;
-        let (pool, counters) = whose(cx);
-        match spec.lock.try_acquire(&spec.name, spec.at_most_for) {
-            Ok(Some(lease)) => {
-                bump(counters, |c| &c.lock_acquired);
-                tracing::debug!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "cluster lock acquired");
-                let held = Held {
-                    locking,
-                    lease: Some(lease),
-                    started: cx.env.clock.now(),
-                    cx,
-                };
-                let step = self.body.call(&RunCx {
-                    lease: held.lease.as_ref(),
-                    ..*cx
-                });
-                drop(held); // gives the lease back (also on unwind)
-                step
-            }
-            Ok(None) => {
-                bump(counters, |c| &c.lock_skipped);
-                tracing::debug!(target: "schedpool", pool, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere");
-                Step::Skip(Declined::LockHeld)
-            }
-            Err(error) => {
-                bump(counters, |c| &c.lock_failed);
-                if let Some(suppressed) = locking.warnings.admit() {
-                    tracing::warn!(target: "schedpool", pool, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired");
-                }
-                Step::Skip(Declined::LockFailed)
-            }
+        let body = &mut self.body;
+        let ran = run_locked(spec, &Ledger::of(cx), |lease| {
+            body.call(&RunCx {
+                lease: Some(lease),
+                ..*cx
+            })
+        });
+        match ran {
+            Ok(Some(step)) => step,
+            Ok(None) => Step::Skip(Declined::LockHeld),
+            Err(_) => Step::Skip(Declined::LockFailed),
         }
     }
 
@@ -109,14 +135,30 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
     }
 }
 
+/// An exclusive one-shot's closure: run under the lock, it completes its future with what
+/// [`run_locked`] returns.
+pub(crate) struct LockedOnce<F> {
+    pub(crate) f: F,
+    pub(crate) spec: Exclusive,
+}
+
+impl<F, T> OnceBody<Result<Option<T>, LockError>> for LockedOnce<F>
+where
+    F: FnOnce(&Lease) -> T + Send + 'static,
+{
+    fn call(self, cx: &RunCx<'_>) -> Result<Option<T>, LockError> {
+        run_locked(&self.spec, &Ledger::of(cx), self.f)
+    }
+}
+
 /// A lease held for one run; dropping it gives it back.
 struct Held<'a> {
-    locking: &'a Locking,
-    lease: Option<Lease>,
+    spec: &'a Exclusive,
+    ledger: &'a Ledger<'a>,
     /// When the run took the lease, on the pool's clock (a `ManualClock`'s time in a
     /// test): the overrun warning's `ran_ms`.
-    started: crate::clock::Ticks,
-    cx: &'a RunCx<'a>,
+    started: Ticks,
+    lease: Option<Lease>,
 }
 
 impl Drop for Held<'_> {
@@ -124,10 +166,10 @@ impl Drop for Held<'_> {
         let Some(lease) = self.lease.take() else {
             return;
         };
-        let spec = &self.locking.spec;
-        let (pool, counters) = whose(self.cx);
+        let spec = self.spec;
+        let (pool, counters) = (self.ledger.pool, self.ledger.counters);
         let token = lease.token();
-        let ran = crate::clock::since(self.cx.env.clock.now(), self.started);
+        let ran = crate::clock::since(self.ledger.clock.now(), self.started);
         // A store's panic is contained here: this may run while the closure's own panic
         // unwinds, where a second panic would abort the process.
         let released = match run_caught(|| spec.lock.release(lease, spec.at_least_for)) {
@@ -155,7 +197,7 @@ impl Drop for Held<'_> {
             }
             Err(error) => {
                 bump(counters, |c| &c.lock_failed);
-                if let Some(suppressed) = self.locking.warnings.admit() {
+                if let Some(suppressed) = spec.warnings.admit() {
                     tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token, error = %error, suppressed, "the cluster lock could not be released; it runs out at at_most_for");
                 }
             }
