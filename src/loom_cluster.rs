@@ -61,3 +61,33 @@ fn loom_cluster_late_release_keeps_the_new_holder() {
         assert!(lock.is_held("job"), "LK2: the new holder's lease is intact");
     });
 }
+
+/// LK5: a holder's keep-alive comes after its lease ran out, while another node takes
+/// the lock over: whatever the order, the old lease is not revived (the new node gets
+/// the lock) and the new holder's lease is left as it is.
+#[test]
+fn loom_cluster_a_late_extension_revives_nothing() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+        let old = lock.try_acquire("job", LEASE).unwrap().unwrap();
+        clock.advance(LEASE); // the old lease has run out
+        let late = {
+            let lock = lock.clone();
+            thread::spawn(move || lock.extend(&old, LEASE * 5).unwrap())
+        };
+        let new = lock.try_acquire("job", LEASE).unwrap();
+        let extended = late.join().unwrap();
+        assert!(!extended, "LK5: an expired lease is not extended");
+        let new = new.expect("the expired lock was free");
+        clock.advance(LEASE);
+        assert!(
+            !lock.is_held("job"),
+            "the new lease was not extended by the old holder"
+        );
+        assert!(
+            !lock.release(new, Duration::ZERO).unwrap(),
+            "it ran out as given"
+        );
+    });
+}

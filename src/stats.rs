@@ -80,11 +80,14 @@ pub struct PoolStats {
     pub lock_skipped: u64,
     /// Lock operations of exclusive tasks that failed (the store unreachable or too
     /// slow): a failed acquisition skips the run, a failed release leaves the lock to run
-    /// out at `at_most_for`.
+    /// out at `at_most_for`, a failed extension is tried again at the next interval.
     pub lock_failed: u64,
     /// Runs of exclusive tasks that outlasted their lock's `at_most_for` (found at the
     /// release: the lease had run out).
     pub lock_overruns: u64,
+    /// Leases extended while their runs went on
+    /// ([`Exclusive::keep_alive`](crate::cluster::Exclusive::keep_alive)).
+    pub lock_extended: u64,
     /// Median lateness (start − deadline) over the runs so far (±3 %).
     pub lateness_p50: Duration,
     /// 99th-percentile lateness over the runs so far (±3 %).
@@ -192,6 +195,7 @@ pub(crate) struct Counters {
     pub(crate) lock_skipped: CachePadded<AtomicU64>,
     pub(crate) lock_failed: CachePadded<AtomicU64>,
     pub(crate) lock_overruns: CachePadded<AtomicU64>,
+    pub(crate) lock_extended: CachePadded<AtomicU64>,
 }
 
 impl Counters {
@@ -208,6 +212,7 @@ impl Counters {
             lock_skipped: CachePadded::new(AtomicU64::new(0)),
             lock_failed: CachePadded::new(AtomicU64::new(0)),
             lock_overruns: CachePadded::new(AtomicU64::new(0)),
+            lock_extended: CachePadded::new(AtomicU64::new(0)),
         }
     }
 }

@@ -548,3 +548,114 @@ fn run_exclusive_runs_any_closure_under_the_lock() {
     assert_eq!((s.lock_acquired, s.lock_skipped), (2, 1));
     pool.close();
 }
+
+/// A store that counts the extensions that succeeded, and can refuse to answer them.
+struct Counting {
+    inner: LocalLock,
+    extended: AtomicU64,
+    extend_down: AtomicBool,
+    refused: AtomicU64,
+}
+
+impl ClusterLock for Counting {
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        self.inner.try_acquire(name, at_most_for)
+    }
+
+    fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        self.inner.release(lease, at_least_for)
+    }
+
+    fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
+        if self.extend_down.load(Ordering::SeqCst) {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return Err(LockError::Store("connection reset".into()));
+        }
+        let extended = self.inner.extend(lease, at_most_for)?;
+        if extended {
+            self.extended.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(extended)
+    }
+}
+
+/// `Exclusive::keep_alive`: a run three times longer than `at_most_for` keeps the lock
+/// all along, no other node gets it meanwhile, and it is released at the end.
+#[test]
+fn a_kept_alive_run_holds_the_lock_for_as_long_as_it_lasts() {
+    let clock = ManualClock::new();
+    let store = Arc::new(Counting {
+        inner: LocalLock::with_clock(clock.clone()),
+        extended: AtomicU64::new(0),
+        extend_down: AtomicBool::new(false),
+        refused: AtomicU64::new(0),
+    });
+    let pool = node(&clock);
+    let other = store.clone(); // another node's handle on the same store
+    let (c, s) = (clock.clone(), store.clone());
+    let steps_ok = Arc::new(AtomicU64::new(0));
+    let ok = steps_ok.clone();
+    let spec = Exclusive::new(store.clone(), "long", sec(60)).keep_alive(sec(20));
+    let fut = pool
+        .schedule_exclusive(Duration::ZERO, spec, move |_| {
+            for step in 1..=9 {
+                c.advance(sec(20)); // 180 s in all: three times at_most_for
+                assert!(
+                    wait_until(|| s.extended.load(Ordering::SeqCst) >= step),
+                    "extension {step} came"
+                );
+                if other.try_acquire("long", sec(60)).unwrap().is_none() {
+                    ok.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        })
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(fut.get().unwrap().unwrap(), Some(()));
+    assert_eq!(steps_ok.load(Ordering::SeqCst), 9, "held at every step");
+    let stats = pool.stats();
+    assert_eq!((stats.lock_extended, stats.lock_overruns), (9, 0));
+    assert!(!store.inner.is_held("long"), "released at the end");
+    pool.close();
+}
+
+/// A holder whose extensions stop reaching the store loses the lock at its last
+/// extension plus `at_most_for`, not before; the failures are counted.
+#[test]
+fn a_lease_whose_extensions_fail_runs_out_after_the_last_one() {
+    let clock = ManualClock::new();
+    let store = Arc::new(Counting {
+        inner: LocalLock::with_clock(clock.clone()),
+        extended: AtomicU64::new(0),
+        extend_down: AtomicBool::new(false),
+        refused: AtomicU64::new(0),
+    });
+    let pool = node(&clock);
+    let (c, s) = (clock.clone(), store.clone());
+    let seen: Arc<Mutex<Vec<bool>>> = Arc::default();
+    let held = seen.clone();
+    let spec = Exclusive::new(store.clone(), "job", sec(60)).keep_alive(sec(20));
+    let fut = pool
+        .schedule_exclusive(Duration::ZERO, spec, move |_| {
+            c.advance(sec(20));
+            assert!(wait_until(|| s.extended.load(Ordering::SeqCst) == 1)); // until 80 s
+            s.extend_down.store(true, Ordering::SeqCst); // the store stops answering
+            for k in 1..=3 {
+                c.advance(sec(20)); // 40, 60, 80 s: extensions fail
+                assert!(wait_until(|| s.refused.load(Ordering::SeqCst) >= k));
+                held.lock().unwrap().push(s.inner.is_held("job"));
+            }
+        })
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [true, true, false],
+        "held until the last extension (20 s) plus at_most_for (60 s)"
+    );
+    let stats = pool.stats();
+    assert_eq!(stats.lock_overruns, 1, "the release found the lease gone");
+    assert_eq!(stats.lock_failed, 3, "each failed extension counted");
+    fut.get().unwrap().unwrap();
+    pool.close();
+}

@@ -391,6 +391,24 @@ fn node_process() {
                 std::thread::park();
             }
         }
+        ["keep", url, node] => {
+            // Takes the lock with a keep-alive and keeps it, running, until killed.
+            let lock = pg_lock(url, node);
+            let pool = ScheduledThreadPoolExecutor::new(1);
+            let spec = Exclusive::new(lock, "kept-job", sec(1)).keep_alive(ms(250));
+            let mut db = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            pool.schedule_exclusive(Duration::ZERO, spec, move |_| {
+                db.execute("INSERT INTO holding (node) VALUES ('child')", &[])
+                    .unwrap();
+                loop {
+                    std::thread::park(); // held until the process is killed
+                }
+            })
+            .unwrap();
+            loop {
+                std::thread::park();
+            }
+        }
         _ => panic!("unknown node spec {spec:?}"),
     }
 }
@@ -555,6 +573,70 @@ fn a_killed_holder_is_taken_over_after_at_most_for() {
         pool.stats().lock_skipped > 0,
         "it skipped while the lease lasted"
     );
+}
+
+/// `Exclusive::keep_alive` against the database: a run (in a child process) that lasts
+/// three times its `at_most_for` keeps the lock all along; killed (`kill -9`), its lease
+/// runs out at its last extension plus `at_most_for`, and another node takes over then,
+/// not before.
+#[test]
+fn a_kept_alive_holder_keeps_the_lock_and_a_killed_one_loses_it_after_its_last_extension() {
+    let server = PgServer::start();
+    let url = server.url();
+    let mut db = server.client();
+    db.batch_execute("CREATE TABLE holding (node TEXT NOT NULL)")
+        .unwrap();
+    let mut holder = child(format!("keep|{url}|kept"));
+    let held = wait_for(BOUND, || {
+        let n: i64 = db
+            .query_one("SELECT count(*) FROM holding", &[])
+            .unwrap()
+            .get(0);
+        (n > 0).then_some(())
+    });
+    assert!(held.is_some(), "the child took the lock and is running");
+    let other = pg_lock(&url, "other");
+    let until = |db: &mut postgres::Client| -> f64 {
+        db.query_one(
+            "SELECT extract(epoch FROM lock_until)::float8 FROM schedpool_locks WHERE name = 'kept-job'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    let first_until = until(&mut db);
+    let start = Instant::now();
+    while start.elapsed() < sec(3) {
+        assert!(
+            other.try_acquire("kept-job", sec(1)).unwrap().is_none(),
+            "the kept-alive lease is still valid after {:?}",
+            start.elapsed()
+        );
+        std::thread::sleep(ms(100));
+    }
+    assert!(until(&mut db) > first_until + 2.0, "the lease was extended");
+    holder.kill().expect("kill -9 the holder");
+    holder.wait().unwrap();
+    let last_until = until(&mut db); // no extension can come any more
+    let lease = wait_for(sec(10), || other.try_acquire("kept-job", sec(1)).unwrap())
+        .expect("taken over once the last extension ran out");
+    let taken: f64 = db
+        .query_one(
+            "SELECT extract(epoch FROM locked_at)::float8 FROM schedpool_locks WHERE name = 'kept-job'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(
+        taken >= last_until,
+        "never two holders: {taken} < {last_until}"
+    );
+    assert!(
+        taken <= last_until + 1.0,
+        "taken over {:.2} s after the lease ran out",
+        taken - last_until
+    );
+    assert!(other.release(lease, Duration::ZERO).unwrap());
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! [`LocalLock`]: the lease protocol (LK1–LK4, `cluster/mod.rs`) in one process, for tests
+//! [`LocalLock`]: the lease protocol (LK1–LK5, `cluster/mod.rs`) in one process, for tests
 //! and single-node use: the store is a map under a mutex, its clock the process's
 //! monotonic clock (or a [`ManualClock`]).
 
@@ -102,6 +102,19 @@ impl ClusterLock for LocalLock {
                 // LK3, with `at_least_for` capped at the lease's `at_most_for`.
                 let at_least_for = at_least_for.min(lease.at_most_for());
                 r.until = clock::add(r.acquired, at_least_for).max(now);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
+        let now = self.clock.now();
+        let mut records = self.records.lock();
+        match records.get_mut(lease.name()) {
+            // LK5: only the current, still valid lease is extended.
+            Some(r) if r.token == lease.token() && r.until > now => {
+                r.until = clock::add(now, at_most_for);
                 Ok(true)
             }
             _ => Ok(false),

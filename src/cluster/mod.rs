@@ -41,6 +41,11 @@
 //!   ran out never shortens the lease of the node that took over.
 //! - LK3 (at least): `release` sets `lock_until = max(acquired + at_least_for, now)`, so
 //!   the lock stays taken until `at_least_for` after the acquisition.
+//! - LK5 (keep-alive): `extend` sets `lock_until = now + at_most_for` only if the lease's
+//!   token is still the record's and the lease is still valid (`lock_until > now`), so an
+//!   extension never revives a lease that ran out, never touches a lease another node
+//!   took over, and a holder that dies stops extending: its lease runs out at its last
+//!   extension plus `at_most_for`.
 //! - LK4 (no skew): the times in LK1–LK3 are the store's (`now()` in PostgreSQL, the
 //!   process's monotonic clock in `LocalLock`); a node's own clock never enters them, so
 //!   clock skew between nodes cannot make two leases overlap.
@@ -68,7 +73,7 @@ pub use pg::{PgLock, PgLockBuilder};
 
 /// A time-bounded lock shared by the nodes of a cluster (ShedLock's `LockProvider`).
 ///
-/// Implementations must keep LK1–LK4 (module docs), and must return within a bounded time:
+/// Implementations must keep LK1–LK5 (module docs), and must return within a bounded time:
 /// a worker thread waits for each call.
 ///
 /// Edge inputs, as both providers of the crate treat them (and as an implementation
@@ -98,6 +103,22 @@ pub trait ClusterLock: Send + Sync + 'static {
     /// [`LockError`] if the store could not be reached; the lease then runs out by itself
     /// at `at_most_for`.
     fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError>;
+
+    /// Extends `lease` while its run goes on (ShedLock's `LockExtender`): the lock is
+    /// taken until `at_most_for` from the store's now, if `lease` is still the current,
+    /// valid lease of its name (LK5). `Ok(true)` if it was extended; `Ok(false)` if it
+    /// had run out or another holder took over, and nothing changed.
+    ///
+    /// The default answers [`LockError::Unsupported`]: a store that cannot extend makes
+    /// [`Exclusive::keep_alive`] fail its extensions (counted and traced), and its runs
+    /// then keep the lease they were given.
+    /// # Errors
+    /// [`LockError`] if the store could not be asked; the lease then runs out at its last
+    /// extension plus `at_most_for`.
+    fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
+        let _ = (lease, at_most_for);
+        Err(LockError::Unsupported("this lock cannot extend a lease"))
+    }
 }
 
 impl<L: ClusterLock + ?Sized> ClusterLock for Arc<L> {
@@ -107,6 +128,10 @@ impl<L: ClusterLock + ?Sized> ClusterLock for Arc<L> {
 
     fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
         (**self).release(lease, at_least_for)
+    }
+
+    fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
+        (**self).extend(lease, at_most_for)
     }
 }
 
@@ -165,6 +190,8 @@ pub enum LockError {
     Store(Box<dyn Error + Send + Sync>),
     /// The lock was configured wrongly (for example an invalid table name).
     Config(String),
+    /// The store cannot do what was asked (a lock without [`ClusterLock::extend`]).
+    Unsupported(&'static str),
 }
 
 impl fmt::Display for LockError {
@@ -182,6 +209,7 @@ impl fmt::Display for LockError {
                 Ok(())
             }
             LockError::Config(msg) => write!(f, "lock configuration error: {msg}"),
+            LockError::Unsupported(what) => write!(f, "{what}"),
         }
     }
 }
@@ -206,6 +234,8 @@ pub struct Exclusive {
     pub(crate) at_least_for: Duration,
     /// The rate limit of the store's warnings, shared by the spec's clones.
     pub(crate) warnings: Arc<crate::throttle::Throttle>,
+    /// `Exclusive::keep_alive`: how often a running holder extends its lease.
+    pub(crate) keep_alive: Option<Duration>,
 }
 
 impl Exclusive {
@@ -219,7 +249,33 @@ impl Exclusive {
             at_most_for,
             at_least_for: Duration::ZERO,
             warnings: Arc::default(),
+            keep_alive: None,
         }
+    }
+
+    /// While a run holds the lease, extends it every `every` (on the pool's clock) to
+    /// `at_most_for` from the store's now ([`ClusterLock::extend`], LK5; ShedLock's
+    /// `KeepAliveLockProvider`). A job that may run for a minute or for an hour then takes
+    /// an `at_most_for` of a few minutes: a live holder keeps the lock as long as its run
+    /// lasts, and a crashed one blocks the others for at most its last extension plus
+    /// `at_most_for`. `every` must be shorter than `at_most_for` to be of use; zero, or
+    /// one not shorter, is taken as half of `at_most_for`.
+    ///
+    /// The extensions come from a thread of the run's own, started with the run and
+    /// stopped (and joined) before the lease is given back. Each is counted in
+    /// `PoolStats::lock_extended`; a failed one in `lock_failed`, traced as a warning, and
+    /// tried again at the next interval; an extension that finds the lease gone (it ran
+    /// out, or another node took over) stops them, and the run's release then reports the
+    /// overrun.
+    #[must_use]
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        let every = if every.is_zero() || every >= self.at_most_for {
+            self.at_most_for / 2
+        } else {
+            every
+        };
+        self.keep_alive = Some(every);
+        self
     }
 
     /// The lock stays taken until `d` after each acquisition, even if the run ended
@@ -244,6 +300,7 @@ impl fmt::Debug for Exclusive {
             .field("name", &&*self.name)
             .field("at_most_for", &self.at_most_for)
             .field("at_least_for", &self.at_least_for)
+            .field("keep_alive", &self.keep_alive)
             .finish_non_exhaustive()
     }
 }

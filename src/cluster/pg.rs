@@ -1,4 +1,4 @@
-//! [`PgLock`]: the lease protocol (LK1–LK4, `cluster/mod.rs`) in a PostgreSQL table.
+//! [`PgLock`]: the lease protocol (LK1–LK5, `cluster/mod.rs`) in a PostgreSQL table.
 //!
 //! # Design
 //! Each call is one SQL statement, atomic in the database, with the database's `now()`
@@ -7,7 +7,9 @@
 //!   RETURNING token`: a new row, or the expired row taken over with `token + 1`; a valid
 //!   lease makes the `WHERE` false and no row comes back (LK1, LK2);
 //! - release: `UPDATE ... SET lock_until = GREATEST(locked_at + at_least_for, now())
-//!   WHERE name = $1 AND token = $2 AND lock_until > now()` (LK2, LK3).
+//!   WHERE name = $1 AND token = $2 AND lock_until > now()` (LK2, LK3);
+//! - extend: `UPDATE ... SET lock_until = now() + at_most_for WHERE name = $1 AND token =
+//!   $2 AND lock_until > now()` (LK5).
 //!
 //! The session runs at READ COMMITTED whatever the database's default (a role or database
 //! set to SERIALIZABLE would otherwise fail a statement that meets a concurrent update
@@ -145,6 +147,11 @@ enum Op {
     },
     Holder {
         name: String,
+    },
+    Extend {
+        name: String,
+        token: u64,
+        at_most_for: Duration,
     },
     Check,
 }
@@ -391,6 +398,17 @@ impl ClusterLock for PgLock {
             _ => unreachable!("a release answers whether the lease was valid"),
         }
     }
+
+    fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
+        match self.call(Op::Extend {
+            name: lease.name().to_owned(),
+            token: lease.token(),
+            at_most_for,
+        })? {
+            Answer::Released(valid) => Ok(valid),
+            _ => unreachable!("an extension answers whether the lease was valid"),
+        }
+    }
 }
 
 impl Drop for PgLock {
@@ -417,6 +435,7 @@ struct Session {
     client: Client,
     acquire: Statement,
     release: Statement,
+    extend: Statement,
     holder: Statement,
 }
 
@@ -505,6 +524,18 @@ fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer
                 .map_err(store)?;
             Answer::Released(n == 1)
         }
+        Op::Extend {
+            name,
+            token,
+            at_most_for,
+        } => {
+            let token = i64::try_from(*token).unwrap_or(i64::MAX);
+            let n = s
+                .client
+                .execute(&s.extend, &[name, &token, &micros(*at_most_for)])
+                .map_err(store)?;
+            Answer::Released(n == 1)
+        }
         Op::Holder { name } => {
             let row = s.client.query_opt(&s.holder, &[name]).map_err(store)?;
             Answer::Holder(row.map(|r| r.get::<_, String>(0)))
@@ -585,6 +616,12 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
              WHERE name = $1 AND token = $2 AND lock_until > now()"
         ))
         .map_err(store)?;
+    let extend = client
+        .prepare(&format!(
+            "UPDATE {t} SET lock_until = now() + $3::float8 * interval '1 microsecond' \
+             WHERE name = $1 AND token = $2 AND lock_until > now()"
+        ))
+        .map_err(store)?;
     let holder = client
         .prepare(&format!(
             "SELECT locked_by FROM {t} WHERE name = $1 AND lock_until > now()"
@@ -594,6 +631,7 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
         client,
         acquire,
         release,
+        extend,
         holder,
     })
 }

@@ -22,9 +22,10 @@
 use std::time::Duration;
 
 use super::{Exclusive, Lease, LockError};
-use crate::clock::{Clock, Ticks};
+use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::error::run_caught;
 use crate::stats::{self, Counters};
+use crate::sync::{Arc, Condvar, Mutex, Weak};
 use crate::task::{drop_quietly, Declined, OnceBody, PeriodicBody, RunCx, Step};
 
 /// A periodic closure with its span link and cluster lock (either may be absent).
@@ -83,7 +84,13 @@ pub(crate) fn run_locked<T>(
                 started: ledger.clock.now(),
                 lease: Some(lease),
             };
-            let out = f(held.lease.as_ref().expect("held until dropped"));
+            let lease = held.lease.as_ref().expect("held until dropped");
+            let out = match spec.keep_alive {
+                None => f(lease),
+                // The extensions stop, and their thread is joined, before `held` drops
+                // and gives the lease back (LK5: no extension after the release).
+                Some(every) => kept_alive(spec, ledger, lease, every, f),
+            };
             drop(held); // gives the lease back (also on unwind)
             Ok(Some(out))
         }
@@ -99,6 +106,129 @@ pub(crate) fn run_locked<T>(
             }
             Err(error)
         }
+    }
+}
+
+/// Runs `f` while a thread of its own extends `lease` every `every`
+/// (`Exclusive::keep_alive`); the thread is stopped and joined before this returns or
+/// unwinds. If the thread cannot be started, `f` runs without extensions (traced).
+fn kept_alive<T>(
+    spec: &Exclusive,
+    ledger: &Ledger<'_>,
+    lease: &Lease,
+    every: Duration,
+    f: impl FnOnce(&Lease) -> T,
+) -> T {
+    // The first extension is due `every` after now, read before the thread starts (a
+    // `ManualClock` may move before it runs).
+    let first = crate::clock::add(ledger.clock.now(), every);
+    let keeper = Arc::new(Keeper {
+        stop: Mutex::new(false),
+        cv: Condvar::new(),
+    });
+    if matches!(ledger.clock, Clock::Manual(_)) {
+        // C3 (`clock.rs`): an advance wakes the keeper, which re-reads the time.
+        let weak: Weak<dyn AdvanceListener> = Arc::downgrade(&keeper) as Weak<Keeper>;
+        ledger.clock.register(weak);
+    }
+    std::thread::scope(|scope| {
+        // Dropped at the end of this closure, also while `f`'s panic unwinds, and so
+        // before the scope joins the keeper.
+        let _stop = StopKeeper(&keeper);
+        let started = std::thread::Builder::new()
+            .name(format!("{}-keep-alive", ledger.pool))
+            .spawn_scoped(scope, || {
+                keep_extending(spec, ledger, lease, first, every, &keeper)
+            });
+        if let Err(error) = started {
+            tracing::warn!(target: "schedpool", pool = ledger.pool, lock = &*spec.name, error = %error, "could not start the lease's keep-alive; the run keeps the lease it was given");
+        }
+        f(lease)
+    })
+}
+
+/// The stop signal of a lease's keep-alive thread (and its wake-up on a `ManualClock`).
+struct Keeper {
+    /// Set when the run is over.
+    stop: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl AdvanceListener for Keeper {
+    fn on_advance(&self) {
+        let _stop = self.stop.lock(); // the keeper holds it from its check to its wait
+        self.cv.notify_all();
+    }
+}
+
+/// Stops the keeper when dropped.
+struct StopKeeper<'a>(&'a Keeper);
+
+impl Drop for StopKeeper<'_> {
+    fn drop(&mut self) {
+        *self.0.stop.lock() = true;
+        self.0.cv.notify_all();
+    }
+}
+
+/// The keep-alive thread: at `first`, then every `every` of the pool's clock, extends
+/// `lease` to `at_most_for` from the store's now, until stopped or until the lease is found
+/// gone.
+fn keep_extending(
+    spec: &Exclusive,
+    ledger: &Ledger<'_>,
+    lease: &Lease,
+    first: Ticks,
+    every: Duration,
+    keeper: &Keeper,
+) {
+    let (clock, pool, counters) = (ledger.clock, ledger.pool, ledger.counters);
+    let mut next = first;
+    loop {
+        {
+            let mut stop = keeper.stop.lock();
+            loop {
+                if *stop {
+                    return;
+                }
+                if clock.now() >= next {
+                    break;
+                }
+                match clock {
+                    Clock::Real { .. } => {
+                        keeper.cv.wait_until(&mut stop, clock.instant_of(next));
+                    }
+                    Clock::Manual(_) => keeper.cv.wait(&mut stop),
+                }
+            }
+        }
+        // A store's panic is contained, as in a release.
+        let extended = match run_caught(|| spec.lock.extend(lease, spec.at_most_for)) {
+            Ok(extended) => extended,
+            Err((payload, msg)) => {
+                drop_quietly(payload);
+                Err(LockError::Store(
+                    format!("the lock's extension panicked: {msg}").into(),
+                ))
+            }
+        };
+        match extended {
+            Ok(true) => {
+                bump(counters, |c| &c.lock_extended);
+                tracing::debug!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "cluster lock extended");
+            }
+            Ok(false) => {
+                tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "the cluster lock's lease was gone when its keep-alive came; another node may run the job meanwhile");
+                return;
+            }
+            Err(error) => {
+                bump(counters, |c| &c.lock_failed);
+                if let Some(suppressed) = spec.warnings.admit() {
+                    tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), error = %error, suppressed, "the cluster lock could not be extended; trying again at the next interval");
+                }
+            }
+        }
+        next = crate::clock::add(clock.now(), every);
     }
 }
 

@@ -35,6 +35,7 @@ impl Shared {
             lock_skipped: stats::read(&c.lock_skipped),
             lock_failed: stats::read(&c.lock_failed),
             lock_overruns: stats::read(&c.lock_overruns),
+            lock_extended: stats::read(&c.lock_extended),
             lateness_p50,
             lateness_p99,
             lateness_max,
