@@ -59,6 +59,8 @@
 mod local;
 #[cfg(feature = "postgres")]
 mod pg;
+#[cfg(feature = "postgres")]
+mod pg_tls;
 pub(crate) mod run;
 
 use std::error::Error;

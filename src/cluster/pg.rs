@@ -38,7 +38,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
-use postgres::{Client, NoTls, Statement};
+#[cfg(not(feature = "postgres-tls"))]
+use postgres::NoTls;
+use postgres::{Client, Statement};
 
 use super::{ClusterLock, Lease, LockError};
 
@@ -67,6 +69,25 @@ const DEFAULT_TABLE: &str = "schedpool_locks";
 /// abandoned connections behind, each ending by itself once its statement returns or the
 /// server drops it: budget up to five connections per `PgLock` against the server's
 /// `max_connections` in that case, one otherwise.
+///
+/// **TLS.** With the cargo feature `postgres-tls`, the connection string's `sslmode`
+/// (`disable`, `prefer`, `require`, `verify-ca`, `verify-full`) and `sslrootcert` work as
+/// libpq's do, on rustls: `verify-full` checks the server's certificate against the
+/// roots in `sslrootcert` and the host name; `verify-ca` the roots only; `require`
+/// encrypts without checking (unless `sslrootcert` is given, then as `verify-ca`).
+/// Without the feature, a string that asks for TLS is refused by
+/// [`build`](PgLockBuilder::build) with an error that names the feature, and `prefer`
+/// (the default) connects in plain text.
+///
+/// ```no_run
+/// # use schedpool::cluster::PgLock;
+/// // A managed database: encrypted, the server's certificate and name checked.
+/// let lock = PgLock::new(
+///     "host=db.example.com user=app dbname=app \
+///      sslmode=verify-full sslrootcert=/etc/ssl/certs/db-ca.pem",
+/// )?;
+/// # Ok::<(), schedpool::cluster::LockError>(())
+/// ```
 ///
 /// **Isolation.** Its session runs at READ COMMITTED, whatever the database's or the
 /// role's default (a SERIALIZABLE default would otherwise fail a statement that meets a
@@ -108,6 +129,9 @@ pub struct PgLock {
 /// What a [`PgLock`] and its connection threads share.
 struct Shared {
     config: postgres::Config,
+    /// The TLS connector for what the connection string asked (`pg_tls.rs`).
+    #[cfg(feature = "postgres-tls")]
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
     table: String,
     node: String,
     timeout: Duration,
@@ -216,8 +240,20 @@ impl PgLockBuilder {
     /// [`LockError::Config`] for a URL or connection string that does not parse, or an
     /// invalid table name.
     pub fn build(self) -> Result<PgLock, LockError> {
-        let mut config = postgres::Config::from_str(&self.url)
+        // `sslmode` and `sslrootcert` as libpq reads them (`pg_tls.rs`).
+        let (url, tls) = super::pg_tls::split_tls(&self.url)?;
+        let mut config = postgres::Config::from_str(&url)
             .map_err(|e| LockError::Config(format!("database URL: {e}")))?;
+        #[cfg(not(feature = "postgres-tls"))]
+        if tls.needs_tls() {
+            return Err(LockError::Config(
+                "the connection string asks for TLS (sslmode=require, verify-ca, verify-full \
+                 or sslrootcert): build schedpool with the cargo feature `postgres-tls`"
+                    .into(),
+            ));
+        }
+        #[cfg(feature = "postgres-tls")]
+        let tls = super::pg_tls::connector(&tls)?;
         if !valid_table(&self.table) {
             return Err(LockError::Config(format!(
                 "table name {:?} is not a plain or schema-qualified SQL identifier",
@@ -233,6 +269,8 @@ impl PgLockBuilder {
         Ok(PgLock {
             shared: Arc::new(Shared {
                 config,
+                #[cfg(feature = "postgres-tls")]
+                tls,
                 table: self.table,
                 node: self.node.unwrap_or_else(default_node),
                 timeout: self.timeout,
@@ -550,6 +588,9 @@ fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer
 /// A new connection: its statement timeout, the table if configured, the statements.
 fn connect(shared: &Shared) -> Result<Session, LockError> {
     let store = |e: postgres::Error| LockError::Store(Box::new(e));
+    #[cfg(feature = "postgres-tls")]
+    let mut client = shared.config.connect(shared.tls.clone()).map_err(store)?;
+    #[cfg(not(feature = "postgres-tls"))]
     let mut client = shared.config.connect(NoTls).map_err(store)?;
     // A little under the caller's bound, so that a statement the database is slow with
     // is cancelled there, with its error, before the caller gives up on the connection.

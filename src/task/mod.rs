@@ -100,7 +100,7 @@ const NO_HOME: u8 = 0x7f;
 /// `Header::home`'s bit for a periodic task.
 const PERIODIC: u8 = 0x80;
 
-/// Task numbers: each thread hands out numbers from an aligned block of [`ID_BLOCK`] that
+/// Task numbers: each thread hands out numbers from an aligned block of `ID_BLOCK` that
 /// it reserves from one process-wide counter, so a submission costs a thread-local
 /// increment and no shared write. Numbers start at 1, and none repeats in the process's
 /// first 2^48 tasks (eight years at a million tasks a second); after that they wrap.

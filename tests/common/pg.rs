@@ -16,6 +16,8 @@ pub(crate) struct PgServer {
     port: u16,
     /// Run the server's commands as `postgres` (the tests run as root).
     as_postgres: bool,
+    /// The server accepts TLS connections only ([`PgServer::start_tls`]).
+    tls: bool,
 }
 
 impl PgServer {
@@ -25,6 +27,28 @@ impl PgServer {
     /// If the PostgreSQL binaries are missing or the server does not start, with the
     /// reason (and the server's log).
     pub(crate) fn start() -> PgServer {
+        Self::start_with(false)
+    }
+
+    /// A fresh server that accepts TLS connections only (`hostssl` in `pg_hba.conf`, no
+    /// plain TCP), with a certificate for `localhost` (not for `127.0.0.1`) signed by a
+    /// test CA ([`ca_file`](Self::ca_file)); [`other_ca_file`](Self::other_ca_file) is a
+    /// CA that signed nothing. Made with the `openssl` command.
+    pub(crate) fn start_tls() -> PgServer {
+        Self::start_with(true)
+    }
+
+    /// The test CA's certificate (PEM), for `sslrootcert`.
+    pub(crate) fn ca_file(&self) -> String {
+        self.root.join("ca.crt").to_str().unwrap().to_owned()
+    }
+
+    /// A CA certificate that signed nothing here.
+    pub(crate) fn other_ca_file(&self) -> String {
+        self.root.join("other.crt").to_str().unwrap().to_owned()
+    }
+
+    fn start_with(tls: bool) -> PgServer {
         static N: AtomicUsize = AtomicUsize::new(0);
         let bin = bin_dir();
         let as_postgres = is_root();
@@ -43,6 +67,7 @@ impl PgServer {
             root,
             port: free_port(),
             as_postgres,
+            tls,
         };
         server.pg(
             "initdb",
@@ -57,8 +82,94 @@ impl PgServer {
                 "-N",
             ],
         );
+        if tls {
+            server.make_certificates();
+        }
         server.start_again();
         server
+    }
+
+    /// The CA, the server's certificate and key, another CA; TLS-only `pg_hba.conf`.
+    fn make_certificates(&self) {
+        let r = &self.root;
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(r)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap_or_else(|e| panic!("the TLS tests need the `openssl` command: {e}"));
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        for (name, cn) in [("ca", "schedpool test CA"), ("other", "another CA")] {
+            openssl(&[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                &format!("/CN={cn}"),
+                "-keyout",
+                &format!("{name}.key"),
+                "-out",
+                &format!("{name}.crt"),
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
+            ]);
+        }
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ]);
+        std::fs::write(
+            r.join("server.ext"),
+            "subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n\
+             keyUsage=critical,digitalSignature,keyEncipherment\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.crt",
+        ]);
+        std::fs::write(
+            self.data().join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n",
+        )
+        .unwrap();
+        if self.as_postgres {
+            run(Command::new("chown").arg("-R").arg("postgres:").arg(r));
+        }
+        run(Command::new("chmod").arg("600").arg(r.join("server.key")));
     }
 
     fn data(&self) -> PathBuf {
@@ -73,6 +184,23 @@ impl PgServer {
         )
     }
 
+    /// The server's port.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A client on the server's Unix socket (plain, whatever TCP demands), for the tests'
+    /// own queries.
+    #[allow(dead_code)] // used by some test binaries only
+    pub(crate) fn socket_client(&self) -> postgres::Client {
+        let conn = format!(
+            "host={} port={} user=postgres dbname=postgres",
+            self.root.to_str().unwrap(),
+            self.port
+        );
+        postgres::Client::connect(&conn, postgres::NoTls).expect("connect on the socket")
+    }
+
     /// A plain client, for the tests' own queries.
     pub(crate) fn client(&self) -> postgres::Client {
         postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect to the test server")
@@ -80,12 +208,18 @@ impl PgServer {
 
     /// Starts the (stopped) server again, on the same port and data.
     pub(crate) fn start_again(&self) {
-        let opts = format!(
+        let mut opts = format!(
             "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c shared_buffers=16MB \
              -c max_connections=60",
             self.port,
             self.root.to_str().unwrap()
         );
+        if self.tls {
+            let r = self.root.to_str().unwrap();
+            opts.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={r}/server.crt -c ssl_key_file={r}/server.key"
+            ));
+        }
         let log = self.root.join("server.log");
         let ok = self.pg_status(
             "pg_ctl",
