@@ -361,7 +361,7 @@ impl ScheduledThreadPoolExecutor {
     /// The future completes with `Ok(Some(output))` on the node that ran it, `Ok(None)` on
     /// a node that found the lock held, and `Err(LockError)` on a node whose store could
     /// not be asked (then the task did not run there). The run sees its
-    /// [`Lease`](crate::cluster::Lease) (its fencing token); the lease is given back when
+    /// [`Lease`] (its fencing token); the lease is given back when
     /// the closure returns or panics (a panic completes the future with
     /// `Err(TaskError::Panicked)`, as for any task). Counted and traced as the runs of an
     /// exclusive periodic task are (`PoolStats::lock_acquired`, `lock_skipped`,
@@ -444,7 +444,7 @@ impl ScheduledThreadPoolExecutor {
     /// (ShedLock's `LockingTaskExecutor.executeWithLock`): `Ok(Some(output))` if it ran,
     /// `Ok(None)` if another node holds the lock, `Err` if the store could not be asked.
     /// The same protocol as an exclusive task's runs: `f` sees its
-    /// [`Lease`](crate::cluster::Lease), the lease is given back when `f` returns or
+    /// [`Lease`], the lease is given back when `f` returns or
     /// unwinds (a panic in `f` then goes on to the caller), and the outcome is counted in
     /// this pool's [`stats`](Self::stats) and traced under its name.
     ///
