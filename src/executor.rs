@@ -615,9 +615,38 @@ impl ScheduledThreadPoolExecutor {
         body: B,
     ) -> Result<ScheduledFuture<B::Output>, ScheduleError> {
         let lock = spec.exclusive.take();
+        if let Some(exclusive) = lock.as_ref().filter(|e| e.catch_up) {
+            spec.catch_up_now = self.missed_its_last_run(exclusive, &spec.schedule);
+        }
         let body = Guarded::new(body, submitter_span(), lock);
         let (task, pool) = self.shared.schedule_periodic(spec, body)?;
         Ok(ScheduledFuture::new(task, pool))
+    }
+
+    /// `Exclusive::catch_up`: whether the job's last run anywhere (the lock's last
+    /// acquisition, on the store's clock) is more than one period old. A store that
+    /// cannot tell means no catch-up, with a warning.
+    fn missed_its_last_run(
+        &self,
+        exclusive: &Exclusive,
+        schedule: &crate::periodic::Schedule,
+    ) -> bool {
+        use crate::periodic::Schedule;
+        let period = match schedule {
+            Schedule::FixedRate(p, _) | Schedule::FixedDelay(p) => *p,
+            Schedule::Trigger(_) | Schedule::Once => return false,
+        };
+        match exclusive.lock.last_acquired(&exclusive.name) {
+            Ok(Some(age)) if age > period => {
+                tracing::info!(target: "schedpool", pool = self.name(), lock = exclusive.name(), last_run_ago_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX), "the job's last run is more than a period old: its first run here is due at once");
+                true
+            }
+            Ok(_) => false,
+            Err(error) => {
+                tracing::warn!(target: "schedpool", pool = self.name(), lock = exclusive.name(), error = %error, "could not ask the lock's store when the job last ran: no catch-up");
+                false
+            }
+        }
     }
 
     /// Blocks until no task is due (by the executor's clock) and none is running on the

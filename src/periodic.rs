@@ -361,6 +361,9 @@ pub struct Periodic {
     pub(crate) exclusive: Option<Exclusive>,
     /// `Periodic::aligned`: the offset of the wall-clock grid the first deadline is put on.
     pub(crate) aligned: Option<Duration>,
+    /// The first run is due at once (`Exclusive::catch_up` found the job's last run more
+    /// than one period old); set by the handle, not by users.
+    pub(crate) catch_up_now: bool,
 }
 
 impl Periodic {
@@ -377,6 +380,7 @@ impl Periodic {
             name: None,
             exclusive: None,
             aligned: None,
+            catch_up_now: false,
         }
     }
 

@@ -659,3 +659,114 @@ fn a_lease_whose_extensions_fail_runs_out_after_the_last_one() {
     fut.get().unwrap().unwrap();
     pool.close();
 }
+
+/// `Exclusive::catch_up`: with every node down over two ticks, the node that starts next
+/// runs the job once at once, not once per missed tick, and then keeps its schedule; a
+/// node that starts while the last run is recent, or for a job never run, does not.
+#[test]
+fn catch_up_runs_a_missed_job_once_at_once_then_keeps_the_schedule() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let spec = || {
+        Periodic::at_fixed_rate(PERIOD)
+            .initial_delay(PERIOD)
+            .exclusive(Exclusive::new(lock.clone(), "nightly", sec(60)).catch_up())
+    };
+    let start = |runs: &Arc<AtomicU64>| {
+        let pool = node(&clock);
+        let r = runs.clone();
+        let fut = pool
+            .schedule_periodic(spec(), move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        (pool, fut)
+    };
+
+    // A job never run: nothing to catch up.
+    let runs_a = Arc::new(AtomicU64::new(0));
+    let (a, fut_a) = start(&runs_a);
+    assert!(a.wait_idle(BOUND));
+    assert_eq!(
+        runs_a.load(Ordering::SeqCst),
+        0,
+        "a new job is not caught up"
+    );
+    clock.advance(PERIOD); // t = 10 s: node A runs the job
+    assert!(wait_until(|| runs_a.load(Ordering::SeqCst) == 1));
+    assert!(a.wait_idle(BOUND));
+
+    // Node B starts while the last run is recent: no catch-up.
+    clock.advance(sec(5)); // t = 15 s
+    let runs_b = Arc::new(AtomicU64::new(0));
+    let (b, fut_b) = start(&runs_b);
+    assert!(b.wait_idle(BOUND));
+    assert_eq!(runs_b.load(Ordering::SeqCst), 0, "the last run is 5 s old");
+
+    // Every node goes down, over two ticks.
+    fut_a.cancel();
+    fut_b.cancel();
+    a.close();
+    b.close();
+    clock.advance(sec(20)); // t = 35 s: the last run is 25 s old, two ticks missed
+
+    let runs_c = Arc::new(AtomicU64::new(0));
+    let (c, fut_c) = start(&runs_c);
+    assert!(
+        wait_until(|| runs_c.load(Ordering::SeqCst) == 1),
+        "caught up at once"
+    );
+    assert!(c.wait_idle(BOUND));
+    assert_eq!(
+        runs_c.load(Ordering::SeqCst),
+        1,
+        "once, not once per missed tick"
+    );
+    clock.advance(sec(9)); // t = 44 s
+    assert!(c.wait_idle(BOUND));
+    assert_eq!(
+        runs_c.load(Ordering::SeqCst),
+        1,
+        "then the schedule: next at 45 s"
+    );
+    clock.advance(sec(1));
+    assert!(wait_until(|| runs_c.load(Ordering::SeqCst) == 2));
+    fut_c.cancel();
+    c.close();
+}
+
+/// A store that keeps no time of its last acquisition: the task is scheduled as usual.
+#[test]
+fn catch_up_with_a_store_that_cannot_tell_schedules_as_usual() {
+    record_warnings();
+    let clock = ManualClock::new();
+    let store = Arc::new(Flaky {
+        inner: LocalLock::with_clock(clock.clone()),
+        down: AtomicBool::new(false),
+        calls: AtomicU64::new(0),
+    });
+    let pool = node(&clock);
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_periodic(
+            Periodic::at_fixed_rate(PERIOD)
+                .initial_delay(PERIOD)
+                .exclusive(Exclusive::new(store, "tellless", sec(60)).catch_up()),
+            move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            },
+        )
+        .unwrap();
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(warned(
+        "could not ask the lock's store when the job last ran",
+        "tellless",
+        "does not keep"
+    ));
+    clock.advance(PERIOD);
+    assert!(wait_until(|| runs.load(Ordering::SeqCst) == 1));
+    fut.cancel();
+    pool.close();
+}

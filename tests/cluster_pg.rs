@@ -639,6 +639,76 @@ fn a_kept_alive_holder_keeps_the_lock_and_a_killed_one_loses_it_after_its_last_e
     assert!(other.release(lease, Duration::ZERO).unwrap());
 }
 
+/// `Exclusive::catch_up` against the database: a node runs an aligned job and stops;
+/// every node stays down over two ticks; the next node to start runs the job once at
+/// once (the store's `locked_at` is the last run), then on its grid again.
+#[test]
+fn catch_up_after_two_missed_ticks_runs_once_at_once() {
+    let server = PgServer::start();
+    let url = server.url();
+    let mut db = server.client();
+    db.batch_execute("CREATE TABLE catchup_runs (node TEXT NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())")
+        .unwrap();
+    const P: Duration = Duration::from_millis(1000);
+    let start = |node: &str| {
+        let lock = pg_lock(&url, node);
+        let pool = ScheduledThreadPoolExecutor::new(1);
+        let mut conn = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let me = node.to_owned();
+        let spec = Periodic::at_fixed_rate(P)
+            .aligned(Duration::ZERO)
+            .exclusive(Exclusive::new(lock, "catchup-job", sec(30)).catch_up());
+        let fut = pool
+            .schedule_periodic(spec, move || {
+                conn.execute("INSERT INTO catchup_runs (node) VALUES ($1)", &[&me])
+                    .unwrap();
+            })
+            .unwrap();
+        (pool, fut)
+    };
+    let runs_of = |db: &mut postgres::Client, node: &str| -> Vec<f64> {
+        db.query(
+            "SELECT extract(epoch FROM at)::float8 FROM catchup_runs WHERE node = $1 ORDER BY at",
+            &[&node],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    };
+    let (a, fut_a) = start("a");
+    assert!(wait_for(BOUND, || (!runs_of(&mut db, "a").is_empty()).then_some(())).is_some());
+    fut_a.cancel();
+    a.close();
+    std::thread::sleep(P * 5 / 2); // every node down over two ticks
+
+    let scheduled: f64 = db
+        .query_one("SELECT extract(epoch FROM clock_timestamp())::float8", &[])
+        .unwrap()
+        .get(0);
+    let (b, fut_b) = start("b");
+    let runs = wait_for(BOUND, || {
+        let r = runs_of(&mut db, "b");
+        (r.len() >= 2).then_some(r)
+    })
+    .expect("the catch-up run and the next tick");
+    fut_b.cancel();
+    b.close();
+    let next_tick = (scheduled / P.as_secs_f64()).ceil() * P.as_secs_f64();
+    assert!(
+        runs[0] - scheduled < 0.3,
+        "caught up at once: {:.3} s after scheduling",
+        runs[0] - scheduled
+    );
+    let before_tick = runs.iter().filter(|&&t| t < next_tick - 0.05).count();
+    assert_eq!(
+        before_tick, 1,
+        "once, not once per missed tick: {runs:?}, tick {next_tick}"
+    );
+    let phase = runs[1] - runs[1].floor();
+    assert!(!(0.2..=0.8).contains(&phase), "then on the grid: {runs:?}");
+}
+
 #[test]
 fn a_database_restart_fails_runs_cleanly_and_they_resume() {
     let server = PgServer::start();

@@ -120,6 +120,15 @@ impl ClusterLock for LocalLock {
             _ => Ok(false),
         }
     }
+
+    fn last_acquired(&self, name: &str) -> Result<Option<Duration>, LockError> {
+        let now = self.clock.now();
+        Ok(self
+            .records
+            .lock()
+            .get(name)
+            .map(|r| clock::since(now, r.acquired)))
+    }
 }
 
 impl fmt::Debug for LocalLock {

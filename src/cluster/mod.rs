@@ -121,6 +121,20 @@ pub trait ClusterLock: Send + Sync + 'static {
         let _ = (lease, at_most_for);
         Err(LockError::Unsupported("this lock cannot extend a lease"))
     }
+
+    /// How long ago the lock `name` was last acquired, on the store's clock (`None` if it
+    /// never was): the start of the job's last run anywhere in the cluster, since a lease
+    /// is taken only to run. [`Exclusive::catch_up`] reads it.
+    ///
+    /// The default answers [`LockError::Unsupported`] (no catch-up).
+    /// # Errors
+    /// [`LockError`] if the store could not be asked.
+    fn last_acquired(&self, name: &str) -> Result<Option<Duration>, LockError> {
+        let _ = name;
+        Err(LockError::Unsupported(
+            "this lock does not keep its last acquisition",
+        ))
+    }
 }
 
 impl<L: ClusterLock + ?Sized> ClusterLock for Arc<L> {
@@ -134,6 +148,10 @@ impl<L: ClusterLock + ?Sized> ClusterLock for Arc<L> {
 
     fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
         (**self).extend(lease, at_most_for)
+    }
+
+    fn last_acquired(&self, name: &str) -> Result<Option<Duration>, LockError> {
+        (**self).last_acquired(name)
     }
 }
 
@@ -238,6 +256,8 @@ pub struct Exclusive {
     pub(crate) warnings: Arc<crate::throttle::Throttle>,
     /// `Exclusive::keep_alive`: how often a running holder extends its lease.
     pub(crate) keep_alive: Option<Duration>,
+    /// `Exclusive::catch_up`.
+    pub(crate) catch_up: bool,
 }
 
 impl Exclusive {
@@ -252,7 +272,26 @@ impl Exclusive {
             at_least_for: Duration::ZERO,
             warnings: Arc::default(),
             keep_alive: None,
+            catch_up: false,
         }
+    }
+
+    /// Catch-up after downtime (Quartz's "fire once now" misfire instruction): when a
+    /// fixed-rate or fixed-delay task with this spec is scheduled, and the store says the
+    /// lock was last taken more than one period ago ([`ClusterLock::last_acquired`], on
+    /// the store's clock; a lease is taken only to run, so that is the job's last run
+    /// anywhere), the task's first run is due at once: one run, whatever the number of
+    /// ticks missed, and then the schedule goes on from its own grid (a fixed-rate task's
+    /// next run is its first deadline as scheduled, or the grid point after now). A lock
+    /// never taken is not caught up (the job is new). If the store cannot be asked, or
+    /// does not keep the time (a `ClusterLock` without `last_acquired`), the task is
+    /// scheduled as usual, with a warning. All nodes that start together after downtime
+    /// catch up at once: the lock gives the run to one of them, as for any tick. Ignored
+    /// by a trigger and by a one-shot.
+    #[must_use]
+    pub fn catch_up(mut self) -> Self {
+        self.catch_up = true;
+        self
     }
 
     /// While a run holds the lease, extends it every `every` (on the pool's clock) to
@@ -303,6 +342,7 @@ impl fmt::Debug for Exclusive {
             .field("at_most_for", &self.at_most_for)
             .field("at_least_for", &self.at_least_for)
             .field("keep_alive", &self.keep_alive)
+            .field("catch_up", &self.catch_up)
             .finish_non_exhaustive()
     }
 }

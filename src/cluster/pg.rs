@@ -177,10 +177,14 @@ enum Op {
         token: u64,
         at_most_for: Duration,
     },
+    LastAcquired {
+        name: String,
+    },
     Check,
 }
 
 enum Answer {
+    Age(Option<Duration>),
     Token(Option<u64>),
     Released(bool),
     Holder(Option<String>),
@@ -447,6 +451,15 @@ impl ClusterLock for PgLock {
             _ => unreachable!("an extension answers whether the lease was valid"),
         }
     }
+
+    fn last_acquired(&self, name: &str) -> Result<Option<Duration>, LockError> {
+        match self.call(Op::LastAcquired {
+            name: name.to_owned(),
+        })? {
+            Answer::Age(age) => Ok(age),
+            _ => unreachable!("the question answers with an age"),
+        }
+    }
 }
 
 impl Drop for PgLock {
@@ -475,6 +488,7 @@ struct Session {
     release: Statement,
     extend: Statement,
     holder: Statement,
+    last: Statement,
 }
 
 /// The connection thread: runs the requests until its sender is dropped (the lock was
@@ -574,6 +588,10 @@ fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer
                 .map_err(store)?;
             Answer::Released(n == 1)
         }
+        Op::LastAcquired { name } => {
+            let row = s.client.query_opt(&s.last, &[name]).map_err(store)?;
+            Answer::Age(row.map(|r| Duration::from_secs_f64(r.get::<_, f64>(0).max(0.0))))
+        }
         Op::Holder { name } => {
             let row = s.client.query_opt(&s.holder, &[name]).map_err(store)?;
             Answer::Holder(row.map(|r| r.get::<_, String>(0)))
@@ -668,12 +686,18 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
             "SELECT locked_by FROM {t} WHERE name = $1 AND lock_until > now()"
         ))
         .map_err(store)?;
+    let last = client
+        .prepare(&format!(
+            "SELECT extract(epoch FROM now() - locked_at)::float8 FROM {t} WHERE name = $1"
+        ))
+        .map_err(store)?;
     Ok(Session {
         client,
         acquire,
         release,
         extend,
         holder,
+        last,
     })
 }
 

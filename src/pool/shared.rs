@@ -208,6 +208,7 @@ impl Shared {
             exclusive: _, // read by the handle, which wraps the closure (`cluster/run.rs`)
             name,
             aligned,
+            catch_up_now,
         } = spec;
         if schedule.is_zero() {
             return Err(ScheduleError::ZeroPeriod);
@@ -234,12 +235,23 @@ impl Shared {
             }
             Schedule::Once => Ok(Some(earliest)),
         };
+        // `Exclusive::catch_up`: one run at once, and then the first deadline as scheduled
+        // for a fixed-rate task (its grid), through the `rescheduled` cell a run's
+        // re-queue reads instead of the rule; a fixed-delay task goes on from the run's end.
+        let mut first = first;
+        let mut then = None;
+        if let (true, Ok(Some(at))) = (catch_up_now, &mut first) {
+            if matches!(schedule, Schedule::FixedRate(..)) && *at > now {
+                then = Some(*at);
+            }
+            *at = (*at).min(now);
+        }
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
         self.submit_periodic(
             now,
             first,
             limits.max_runs,
-            Arc::new(PeriodicTask::new(deadline, schedule, limits, name, task)),
+            Arc::new(PeriodicTask::new(deadline, schedule, limits, name, task).then_at(then)),
         )
     }
 

@@ -84,6 +84,15 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         }
     }
 
+    /// The deadline of the run after the first, instead of the rule's (set before the
+    /// task is shared: `Exclusive::catch_up` runs once at once and then keeps the grid).
+    pub(crate) fn then_at(mut self, next: Option<Ticks>) -> Self {
+        if let Some(next) = next {
+            self.rescheduled = LockedCell::new(next); // not shared yet: T4 holds trivially
+        }
+        self
+    }
+
     /// Ends a task that never ran (zero `max_runs`, a trigger with no first deadline or a
     /// panicking one): SCHEDULED -> DONE or PANICKED.
     pub(crate) fn finish_unrun(&self, outcome: Result<(), TaskError>) {
