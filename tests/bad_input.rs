@@ -534,6 +534,21 @@ fn an_interior_nul_in_the_thread_name_prefix_is_not_a_panic_or_a_hang() {
     assert!(terminated, "the pool terminates");
 }
 
+/// A pool named with a NUL byte runs a kept-alive exclusive run: the keep-alive thread's
+/// name (which std refuses with a NUL) is fixed up, not a panic.
+#[test]
+fn an_interior_nul_in_the_pool_name_does_not_break_a_kept_alive_run() {
+    use schedpool::cluster::{Exclusive, LocalLock};
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .name("bad\0pool")
+        .build();
+    let spec = Exclusive::new(Arc::new(LocalLock::new()), "job", sec(60)).keep_alive(sec(1));
+    let ran = pool.run_exclusive(&spec, |lease| lease.token());
+    assert_eq!(ran.unwrap(), Some(1));
+    pool.close();
+}
+
 // ---------------------------------------------------------------------------------------
 // max_queued_tasks(0)
 

@@ -136,7 +136,8 @@ fn kept_alive<T>(
         // before the scope joins the keeper.
         let _stop = StopKeeper(&keeper);
         let started = std::thread::Builder::new()
-            .name(format!("{}-keep-alive", ledger.pool))
+            // (std refuses a name with a NUL, which a pool's name may hold.)
+            .name(format!("{}-keep-alive", ledger.pool).replace('\0', "\u{fffd}"))
             .spawn_scoped(scope, || {
                 keep_extending(spec, ledger, lease, first, every, &keeper)
             });
