@@ -82,7 +82,7 @@ const DEFAULT_TABLE: &str = "schedpool_locks";
 /// ```no_run
 /// # use schedpool::cluster::PgLock;
 /// // A managed database: encrypted, the server's certificate and name checked.
-/// let lock = PgLock::new(
+/// let _lock = PgLock::new(
 ///     "host=db.example.com user=app dbname=app \
 ///      sslmode=verify-full sslrootcert=/etc/ssl/certs/db-ca.pem",
 /// )?;
