@@ -112,6 +112,10 @@ fn wait_idle_waits_for_due_entries_and_active_takes() {
     assert!(!q.wait_idle(Some(Instant::now() + Duration::from_millis(10))));
     let e = q.lock(1).poll().expect("due");
     assert_eq!(q.active(), 1);
+    assert!(
+        !q.wait_idle(Some(Instant::now() + Duration::from_millis(10))),
+        "Q4: nothing due, but a take is in progress"
+    );
     let q2 = q.clone();
     let waiter = std::thread::spawn(move || q2.wait_idle(None));
     wait_for(|| q.idle_waiters.load(Ordering::Acquire) == 1);
@@ -193,6 +197,39 @@ fn threads_numbered_one_after_another_get_different_shards() {
             assert_eq!(seen.iter().filter(|s| s.1 == shard).count(), 2, "{seen:?}");
         }
     }
+}
+
+/// Changes made through every shard's guard are published when it drops (Q2): a drain
+/// empties the published heads, a push through it publishes its head.
+#[test]
+fn the_every_shard_guard_publishes_the_heads_it_changed() {
+    let (_c, q) = manual(4);
+    offer(&q, 2, 7 * MS, 1);
+    assert_eq!(q.scan().0, 7 * MS);
+    assert_eq!(q.lock_all().drain_sorted().len(), 1);
+    assert!(
+        q.is_empty_hint(),
+        "the drained shard's head is published as empty"
+    );
+    {
+        let mut all = q.lock_all();
+        let g = all.shard(3);
+        let seq = g.next_seq(None);
+        g.push_tracked(
+            TimedEntry {
+                deadline: 3 * MS,
+                seq,
+                value: Arc::new((2, Position::new())),
+            },
+            false,
+        );
+    }
+    assert_eq!(
+        q.scan(),
+        (3 * MS, 3, false),
+        "published when the guard dropped"
+    );
+    assert!(format!("{q:?}").contains("shards: 4"), "{q:?}");
 }
 
 #[test]
