@@ -9,8 +9,16 @@
 //! until `at_least_for` after it was acquired (so a fast node cannot run the same tick
 //! again just after another finished it).
 //!
+//! The same lock serves a one-shot that must run once cluster-wide
+//! ([`schedule_exclusive`](crate::ScheduledThreadPoolExecutor::schedule_exclusive)) and
+//! any block of code ([`run_exclusive`](crate::ScheduledThreadPoolExecutor::run_exclusive)).
+//! A long run keeps its lease alive ([`Exclusive::keep_alive`]); a job missed while every
+//! node was down is caught up once ([`Exclusive::catch_up`]); ticks shared by nodes that
+//! started at different times come from [`Periodic::aligned`](crate::Periodic::aligned).
+//!
 //! Providers: [`LocalLock`] (in-process, for tests and single-node use) and, with the
-//! cargo feature `postgres`, `PgLock` (a table in PostgreSQL, with the database's clock).
+//! cargo feature `postgres`, `PgLock` (a table in PostgreSQL, with the database's clock;
+//! over TLS with the feature `postgres-tls`).
 //!
 //! ```
 //! use schedpool::cluster::{Exclusive, LocalLock};
@@ -243,9 +251,13 @@ impl Error for LockError {
     }
 }
 
-/// What makes a periodic task exclusive across the cluster
-/// ([`Periodic::exclusive`](crate::Periodic::exclusive)): the lock, the lock's name (the
-/// same on every node that runs the job), and the lease's bounds.
+/// What makes a job exclusive across the cluster: the lock, the lock's name (the same on
+/// every node that runs the job), the lease's bounds, and optionally its keep-alive
+/// ([`keep_alive`](Self::keep_alive)) and catch-up after downtime
+/// ([`catch_up`](Self::catch_up)). Used by a periodic task
+/// ([`Periodic::exclusive`](crate::Periodic::exclusive)), a one-shot
+/// ([`schedule_exclusive`](crate::ScheduledThreadPoolExecutor::schedule_exclusive)) and
+/// any closure ([`run_exclusive`](crate::ScheduledThreadPoolExecutor::run_exclusive)).
 #[derive(Clone)]
 pub struct Exclusive {
     pub(crate) lock: Arc<dyn ClusterLock>,
