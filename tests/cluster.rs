@@ -195,6 +195,16 @@ struct Flaky {
     calls: AtomicU64,
 }
 
+impl Flaky {
+    fn new(clock: &ManualClock, down: bool) -> Arc<Self> {
+        Arc::new(Flaky {
+            inner: LocalLock::with_clock(clock.clone()),
+            down: AtomicBool::new(down),
+            calls: AtomicU64::new(0),
+        })
+    }
+}
+
 impl ClusterLock for Flaky {
     fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
@@ -216,11 +226,7 @@ impl ClusterLock for Flaky {
 fn an_unreachable_store_skips_runs_and_keeps_the_schedule() {
     record_warnings();
     let clock = ManualClock::new();
-    let store = Arc::new(Flaky {
-        inner: LocalLock::with_clock(clock.clone()),
-        down: AtomicBool::new(true),
-        calls: AtomicU64::new(0),
-    });
+    let store = Flaky::new(&clock, true);
     let pool = node(&clock);
     let runs = Arc::new(AtomicU64::new(0));
     let r = runs.clone();
@@ -484,11 +490,7 @@ fn an_exclusive_one_shot_runs_on_one_node() {
 fn an_exclusive_one_shot_reports_a_failing_store_and_releases_after_a_panic() {
     let clock = ManualClock::new();
     let pool = node(&clock);
-    let store = Arc::new(Flaky {
-        inner: LocalLock::with_clock(clock.clone()),
-        down: AtomicBool::new(true),
-        calls: AtomicU64::new(0),
-    });
+    let store = Flaky::new(&clock, true);
     let ran = Arc::new(AtomicBool::new(false));
     let r = ran.clone();
     let fut = pool
@@ -740,11 +742,7 @@ fn catch_up_runs_a_missed_job_once_at_once_then_keeps_the_schedule() {
 fn catch_up_with_a_store_that_cannot_tell_schedules_as_usual() {
     record_warnings();
     let clock = ManualClock::new();
-    let store = Arc::new(Flaky {
-        inner: LocalLock::with_clock(clock.clone()),
-        down: AtomicBool::new(false),
-        calls: AtomicU64::new(0),
-    });
+    let store = Flaky::new(&clock, false);
     let pool = node(&clock);
     let runs = Arc::new(AtomicU64::new(0));
     let r = runs.clone();

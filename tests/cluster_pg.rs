@@ -413,6 +413,18 @@ fn node_process() {
     }
 }
 
+/// Waits until a child node (`hold` or `keep`) took its lock and is running.
+fn wait_for_the_child_to_hold(db: &mut postgres::Client) {
+    let held = wait_for(BOUND, || {
+        let n: i64 = db
+            .query_one("SELECT count(*) FROM holding", &[])
+            .unwrap()
+            .get(0);
+        (n > 0).then_some(())
+    });
+    assert!(held.is_some(), "the child took the lock and is running");
+}
+
 /// Starts this test binary as a child node.
 fn child(spec: String) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
@@ -510,14 +522,7 @@ fn a_killed_holder_is_taken_over_after_at_most_for() {
     db.batch_execute("CREATE TABLE holding (node TEXT NOT NULL)")
         .unwrap();
     let mut holder = child(format!("hold|{url}|doomed"));
-    let held = wait_for(BOUND, || {
-        let n: i64 = db
-            .query_one("SELECT count(*) FROM holding", &[])
-            .unwrap()
-            .get(0);
-        (n > 0).then_some(())
-    });
-    assert!(held.is_some(), "the child took the lock and is running");
+    wait_for_the_child_to_hold(&mut db);
     let row = db
         .query_one(
             "SELECT token, extract(epoch FROM locked_at)::float8, extract(epoch FROM lock_until)::float8, locked_by \
@@ -587,14 +592,7 @@ fn a_kept_alive_holder_keeps_the_lock_and_a_killed_one_loses_it_after_its_last_e
     db.batch_execute("CREATE TABLE holding (node TEXT NOT NULL)")
         .unwrap();
     let mut holder = child(format!("keep|{url}|kept"));
-    let held = wait_for(BOUND, || {
-        let n: i64 = db
-            .query_one("SELECT count(*) FROM holding", &[])
-            .unwrap()
-            .get(0);
-        (n > 0).then_some(())
-    });
-    assert!(held.is_some(), "the child took the lock and is running");
+    wait_for_the_child_to_hold(&mut db);
     let other = pg_lock(&url, "other");
     let until = |db: &mut postgres::Client| -> f64 {
         db.query_one(
