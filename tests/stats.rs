@@ -499,3 +499,33 @@ fn scheduled_tasks_shows_names_kinds_deadlines_runs_and_last_outcomes() {
     drop(pool.shutdown_now());
     assert!(pool.scheduled_tasks().is_empty());
 }
+
+/// Due tasks waiting for a busy worker sit in a shard's ready lane; `scheduled_tasks`
+/// and `queue_len` count them like any queued task.
+#[test]
+fn scheduled_tasks_lists_due_tasks_waiting_for_a_busy_worker() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let gate = Gate::default();
+    let started = Arc::new(Barrier::new(2));
+    let (g, s) = (gate.clone(), started.clone());
+    let busy = pool
+        .submit(move || {
+            s.wait();
+            g.wait();
+        })
+        .unwrap();
+    started.wait(); // the only worker is busy
+    let due: Vec<_> = (0..3)
+        .map(|_| pool.named("due").submit(|| ()).unwrap())
+        .collect();
+    let queued = pool.scheduled_tasks();
+    assert_eq!(queued.len(), 3, "{queued:?}");
+    assert!(queued.iter().all(|t| t.name.as_deref() == Some("due")));
+    assert_eq!(pool.queue_len(), 3);
+    gate.open();
+    busy.get().unwrap();
+    for f in due {
+        assert!(f.wait_timeout(BOUND));
+    }
+    pool.close();
+}

@@ -208,10 +208,17 @@ mod tests {
     #[test]
     fn fifo_with_removal_by_ticket_anywhere() {
         let mut lane = Lane::new();
+        assert!(lane.is_empty());
         let t: Vec<u64> = (0..5).map(|i| lane.push(E(i))).collect();
+        assert!(!lane.is_empty());
         lane.check_invariants();
         assert_eq!(lane.remove(t[2]), Some(E(2)), "middle: a tombstone");
         lane.check_invariants();
+        assert_eq!(
+            lane.iter().collect::<Vec<_>>(),
+            [&E(0), &E(1), &E(3), &E(4)],
+            "every live entry, in order, past the tombstone"
+        );
         assert_eq!(lane.remove(t[2]), None, "a removed ticket names nothing");
         assert_eq!(lane.remove(t[4]), Some(E(4)), "back: trimmed");
         lane.check_invariants();
