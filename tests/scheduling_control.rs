@@ -483,6 +483,39 @@ fn reschedule_returns_false_when_it_cannot_apply() {
     );
 }
 
+/// A periodic task running when `shutdown_now` comes is not re-queued after its run, so
+/// its next run cannot be moved: `reschedule` says false (a survivor of the mutation run
+/// turned that guard into `true`).
+#[test]
+fn reschedule_of_a_periodic_task_running_through_shutdown_now_is_refused() {
+    let clock = ManualClock::new();
+    let pool = pool(&clock, 1);
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let fut = pool
+        .schedule_periodic(Periodic::at_fixed_rate(ms(10)), move || {
+            entered_tx.send(()).unwrap();
+            let _ = release_rx.recv();
+        })
+        .unwrap();
+    entered_rx.recv_timeout(LONG).unwrap();
+    assert!(
+        fut.reschedule(clock.now() + ms(50)),
+        "running, before shutdown_now"
+    );
+    assert!(
+        pool.shutdown_now().is_empty(),
+        "nothing queued: it is running"
+    );
+    assert!(
+        !fut.reschedule(clock.now() + ms(50)),
+        "after shutdown_now its next run will not be queued"
+    );
+    release_tx.send(()).unwrap();
+    assert!(fut.wait_timeout(LONG));
+    assert!(fut.get().unwrap_err().is_cancelled());
+}
+
 #[test]
 fn wait_idle_from_a_worker_returns_false_at_once() {
     let clock = ManualClock::new();
