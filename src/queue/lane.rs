@@ -243,6 +243,24 @@ mod tests {
         assert!(!lane.accepts(&E(4)), "L2");
     }
 
+    /// A burst larger than the lane's give-back threshold (1,024 slots): trimming after a
+    /// pop keeps every live entry, in order (a survivor of the mutation run dropped them
+    /// all once the capacity passed the threshold).
+    #[test]
+    fn a_large_burst_keeps_its_entries_through_trims() {
+        let mut lane = Lane::new();
+        for i in 0..2000 {
+            lane.push(E(i));
+        }
+        assert_eq!(lane.pop(), Some(E(0)));
+        assert_eq!(lane.len(), 1999);
+        lane.check_invariants();
+        for i in 1..2000 {
+            assert_eq!(lane.pop(), Some(E(i)));
+        }
+        assert!(lane.is_empty() && lane.pop().is_none());
+    }
+
     #[test]
     fn extract_and_clear() {
         let mut lane = Lane::new();
