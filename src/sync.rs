@@ -19,7 +19,9 @@
 
 #[cfg(not(all(test, loom)))]
 mod imp {
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+    };
     pub(crate) use std::thread;
 
     use std::time::Instant;
@@ -87,7 +89,9 @@ mod imp {
 
 #[cfg(all(test, loom))]
 mod imp {
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use loom::sync::atomic::{
+        fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+    };
     pub(crate) use loom::thread;
 
     use std::ops::{Deref, DerefMut};

@@ -38,6 +38,13 @@
 //!
 //! `check_invariants` (slab) and `check_indexed` (intrusive) assert H1–H3; the tests call
 //! them after every mutation.
+//!
+//! # Limits
+//! A heap holds at most [`MAX_LEN`] entries, 2^31 - 2, so that every position fits in 31
+//! bits with a value to spare: the executor's tasks keep theirs in a 32-bit
+//! `queue::Position`, beside lane tickets and "nowhere". A push past it panics with
+//! "capacity overflow", as `Vec`'s does; for the executor's nodes that is tens of
+//! gigabytes. The slab keeper's slot numbers are `u32`s below `NIL`, which is more.
 
 use std::fmt;
 
@@ -162,7 +169,7 @@ impl<E> Keeper<E> for SlotTable {
         let s = u32::try_from(self.slots.len())
             .ok()
             .filter(|&s| s != NIL)
-            .expect("IndexedHeap holds at most u32::MAX - 1 entries");
+            .expect("IndexedHeap's slot table ran out of slot numbers");
         let gen = self.floor + 1; // H4: above every generation issued before
         self.max_gen = self.max_gen.max(gen);
         self.slots.push(Slot { gen, pos: 0 });
@@ -224,6 +231,17 @@ struct Node<E, T> {
 /// The binary-vs-4-ary choice, measured in `benches/heap.rs`.
 pub(crate) const DEFAULT_ARITY: usize = 4;
 
+/// The most entries a heap holds (module notes, "Limits"): every position is below
+/// `MAX_LEN`, so below 2^31 - 2.
+pub(crate) const MAX_LEN: usize = (1 << 31) - 2;
+
+/// A push past [`MAX_LEN`].
+#[cold]
+#[inline(never)]
+fn capacity_overflow() -> ! {
+    panic!("capacity overflow: an IndexedHeap holds at most {MAX_LEN} entries")
+}
+
 /// A d-ary min-heap with positions kept by `K` (see the module notes).
 pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY, K: Keeper<E> = SlotTable> {
     nodes: Vec<Node<E, K::Tag>>,
@@ -275,8 +293,14 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
     }
 
     /// Inserts `entry`; returns the position it settled at. O(log n).
+    ///
+    /// # Panics
+    /// If the heap holds [`MAX_LEN`] entries already.
     #[inline]
     fn insert(&mut self, entry: E) -> usize {
+        if self.nodes.len() >= MAX_LEN {
+            capacity_overflow();
+        }
         let tag = self.keeper.arrive();
         let pos = self.nodes.len();
         self.nodes.push(Node { entry, tag });
@@ -456,8 +480,8 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D, SlotTable> {
     /// Inserts `entry` and returns its handle. O(log n).
     ///
     /// # Panics
-    /// If the heap would hold more than `u32::MAX - 1` entries (about 4 billion; memory
-    /// runs out long before).
+    /// If the heap holds [`MAX_LEN`] entries already ("capacity overflow"), or its slot
+    /// table has run out of slot numbers (`u32::MAX - 1` slots, retired ones included).
     pub(crate) fn push(&mut self, entry: E) -> Handle {
         let pos = self.insert(entry);
         let slot = self.nodes[pos].tag;
@@ -543,6 +567,9 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D, SlotTable> {
 /// The intrusive keeper's operations: entries find themselves by the position they hold.
 impl<E: Ordered + Indexed, const D: usize> IndexedHeap<E, D, InEntry> {
     /// Inserts `entry`, which is told its position (H1). O(log n).
+    ///
+    /// # Panics
+    /// If the heap holds [`MAX_LEN`] entries already ("capacity overflow").
     #[inline]
     pub(crate) fn push_indexed(&mut self, entry: E) -> usize {
         self.insert(entry)

@@ -422,3 +422,40 @@ proptest! {
         run_indexed_model::<4>(ops);
     }
 }
+
+/// A zero-sized entry: a heap of them allocates nothing, so it can be filled to the limit.
+#[derive(Debug)]
+struct Zst;
+
+impl Ordered for Zst {
+    fn before(&self, _: &Self) -> bool {
+        false
+    }
+}
+
+impl Indexed for Zst {
+    fn set_index(&self, _: Option<usize>) {}
+}
+
+/// Limits: a heap at `MAX_LEN` entries refuses one more with "capacity overflow", so every
+/// index fits a 32-bit `queue::Position`.
+#[test]
+fn a_push_past_max_len_panics_with_capacity_overflow() {
+    const NODE: Node<Zst, ()> = Node {
+        entry: Zst,
+        tag: (),
+    };
+    let mut h = IndexedHeap::<Zst, DEFAULT_ARITY, InEntry> {
+        // From a zero-sized array: no loop, so this is quick in a debug build too.
+        nodes: Vec::from([NODE; MAX_LEN - 1]),
+        keeper: InEntry,
+    };
+    assert_eq!(h.push_indexed(Zst), MAX_LEN - 1, "the last index there is");
+    let full = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.push_indexed(Zst)));
+    let message = full
+        .expect_err("a push past MAX_LEN")
+        .downcast::<String>()
+        .unwrap();
+    assert!(message.starts_with("capacity overflow"), "{message}");
+    assert_eq!(h.len(), MAX_LEN, "nothing was added");
+}

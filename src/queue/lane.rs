@@ -22,12 +22,33 @@
 //! - L3: the slot at index `i` holds ticket `front + i`, and `front + slots.len() <= next`.
 //! - L4: tickets are handed out in increasing order and never again (`next` only grows),
 //!   so a stale ticket names nothing, even after the back was trimmed.
+//! - L5: the lane spans fewer than 2^[`LOW_BITS`] slots (`slots.len() <= MAX_SLOTS`), so
+//!   the tickets of its slots, `[front, front + slots.len())`, differ in their low
+//!   [`LOW_BITS`] bits, and [`ticket_of`](Lane::ticket_of) recovers a ticket from them.
+//!   That is what lets a task's 32-bit `queue::Position` name a lane entry. A lane never
+//!   grows to `MAX_SLOTS + 1` slots: [`accepts`](Lane::accepts) refuses an entry whose
+//!   push would (tombstones count, so a live front with many entries pushed and trimmed
+//!   off the back behind it can reach this with few live entries), and the store puts a
+//!   refused entry into the heap, as it does one that is `before` the lane's last: the
+//!   order is the same, only the O(1) path is lost until the front moves on. (Reaching
+//!   `MAX_SLOTS` takes tens of gigabytes of the executor's entries, or 2^31 tickets
+//!   handed out behind one front that never moved: the bound is there to make L5 a
+//!   fact, not as a limit a pool meets.)
 //!
-//! `check_invariants` asserts L1–L2; the tests call it after every mutation.
+//! `check_invariants` asserts L1–L3 and L5; the tests call it after every mutation.
 
 use std::collections::VecDeque;
 
 use super::heap::Ordered;
+
+/// How many low bits of a ticket name it within a lane (L5).
+pub(crate) const LOW_BITS: u32 = 31;
+
+/// The low [`LOW_BITS`] bits of a ticket.
+pub(crate) const LOW_MASK: u64 = (1 << LOW_BITS) - 1;
+
+/// The most slots (live or tombstones) a lane holds (L5): fewer than 2^[`LOW_BITS`].
+pub(crate) const MAX_SLOTS: u64 = LOW_MASK;
 
 /// The ready lane (see the module notes).
 #[derive(Debug)]
@@ -71,21 +92,40 @@ impl<E: Ordered> Lane<E> {
         self.slots.front().and_then(Option::as_ref)
     }
 
-    /// Whether `entry` may join the lane without breaking L2. (The caller checks that it
-    /// is due.)
+    /// Whether `entry` may join the lane without breaking L2 or L5. (The caller checks
+    /// that it is due.)
     #[inline]
     pub(crate) fn accepts(&self, entry: &E) -> bool {
         self.slots
             .back()
             .and_then(Option::as_ref)
             .is_none_or(|last| !entry.before(last))
+            && self.has_room()
+    }
+
+    /// L5: a push keeps the lane within `MAX_SLOTS` slots. On an empty lane it makes one
+    /// slot; else `next - front + 1` (L3: the tombstones for the tickets trimmed off the
+    /// back, then the new slot).
+    #[inline]
+    fn has_room(&self) -> bool {
+        self.slots.is_empty() || self.next - self.front < MAX_SLOTS
+    }
+
+    /// The ticket whose low [`LOW_BITS`] bits are `low` and that could name a slot: the one
+    /// in `[front, front + 2^LOW_BITS)`, a range that holds every slot's ticket (L5). Only
+    /// [`get`](Self::get) or [`remove`](Self::remove) says whether an entry is there.
+    #[inline]
+    pub(crate) fn ticket_of(&self, low: u64) -> u64 {
+        debug_assert!(low <= LOW_MASK, "{low:#x} has more than LOW_BITS bits");
+        // 2^LOW_BITS divides 2^64, so the wrapped difference keeps its low bits.
+        self.front + (low.wrapping_sub(self.front) & LOW_MASK)
     }
 
     /// Appends an entry the caller checked with [`accepts`](Self::accepts); returns its
     /// ticket. O(1) amortized.
     #[inline]
     pub(crate) fn push(&mut self, entry: E) -> u64 {
-        debug_assert!(self.accepts(&entry), "L2");
+        debug_assert!(self.accepts(&entry), "L2, L5");
         if self.slots.is_empty() {
             self.front = self.next;
         }
@@ -160,7 +200,33 @@ impl<E: Ordered> Lane<E> {
         }
     }
 
-    /// Asserts L1 and L2 (tests).
+    /// A lane whose first ticket is `ticket`, as if that many entries had come and gone
+    /// (tests: tickets near a multiple of 2^[`LOW_BITS`]).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn starting_at(ticket: u64) -> Self {
+        Lane {
+            front: ticket,
+            next: ticket,
+            ..Self::new()
+        }
+    }
+
+    /// Hands out no ticket for the next `n`, as if `n` entries had been pushed and
+    /// trimmed off the back (tests: a wide span without allocating it).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn skip_tickets(&mut self, n: u64) {
+        self.next += n;
+    }
+
+    /// Every live entry with its ticket, in order (tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn tickets(&self) -> impl Iterator<Item = (u64, &E)> {
+        (self.front..)
+            .zip(&self.slots)
+            .filter_map(|(t, slot)| Some((t, slot.as_ref()?)))
+    }
+
+    /// Asserts L1–L3 and L5 (tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn check_invariants(&self) {
         assert!(!matches!(self.slots.front(), Some(None)), "L1: front live");
@@ -171,6 +237,7 @@ impl<E: Ordered> Lane<E> {
             "L1: live count"
         );
         assert!(self.front + self.slots.len() as u64 <= self.next, "L3");
+        assert!(self.slots.len() as u64 <= MAX_SLOTS, "L5");
         let live: Vec<&E> = self.slots.iter().flatten().collect();
         for pair in live.windows(2) {
             assert!(!pair[1].before(pair[0]), "L2: in order");
@@ -259,6 +326,67 @@ mod tests {
             assert_eq!(lane.pop(), Some(E(i)));
         }
         assert!(lane.is_empty() && lane.pop().is_none());
+    }
+
+    /// L5: tickets on both sides of a multiple of 2^LOW_BITS are recovered from their low
+    /// bits, and a removal by a recovered ticket takes the right entry.
+    #[test]
+    fn tickets_are_recovered_from_their_low_bits_across_the_wrap() {
+        for start in [
+            (1 << LOW_BITS) - 2,
+            (2 << LOW_BITS) - 3,
+            u64::from(u32::MAX) - 1,
+        ] {
+            let mut lane = Lane::starting_at(start);
+            let t: Vec<u64> = (0..6).map(|i| lane.push(E(i))).collect();
+            assert_eq!(t[0], start);
+            assert!(t[0] & LOW_MASK > t[5] & LOW_MASK, "the low bits wrapped");
+            for (i, &ticket) in t.iter().enumerate() {
+                assert_eq!(lane.ticket_of(ticket & LOW_MASK), ticket);
+                assert_eq!(
+                    lane.get(lane.ticket_of(ticket & LOW_MASK)),
+                    Some(&E(i as u64))
+                );
+            }
+            let wrapped = t[4];
+            assert_eq!(lane.remove(lane.ticket_of(wrapped & LOW_MASK)), Some(E(4)));
+            lane.check_invariants();
+            assert_eq!(
+                lane.get(lane.ticket_of(wrapped & LOW_MASK)),
+                None,
+                "removed"
+            );
+            // The front moves past the wrap: the rest are still found.
+            for i in 0..4 {
+                assert_eq!(lane.pop(), Some(E(i)));
+            }
+            lane.check_invariants();
+            assert_eq!(lane.ticket_of(t[5] & LOW_MASK), t[5]);
+            assert_eq!(lane.remove(lane.ticket_of(t[5] & LOW_MASK)), Some(E(5)));
+            assert!(lane.is_empty());
+            let stale = lane.ticket_of(t[0] & LOW_MASK);
+            assert_eq!(lane.get(stale), None, "a ticket that left names nothing");
+        }
+    }
+
+    /// L5: no push takes the lane past `MAX_SLOTS` slots, tombstones included; once the
+    /// front moves on (here: the lane empties), it accepts again.
+    #[test]
+    fn refuses_an_entry_that_would_span_too_many_slots() {
+        let mut lane = Lane::starting_at(7);
+        lane.push(E(1));
+        // As if MAX_SLOTS - 2 entries had been pushed behind it and removed from the back.
+        lane.skip_tickets(MAX_SLOTS - 2);
+        assert!(lane.accepts(&E(2)), "the push would make MAX_SLOTS slots");
+        lane.skip_tickets(1);
+        assert!(!lane.accepts(&E(2)), "L5: one slot too many");
+        lane.check_invariants();
+        assert_eq!(lane.pop(), Some(E(1)));
+        assert!(lane.accepts(&E(2)), "empty: the next push starts afresh");
+        let t = lane.push(E(2));
+        assert_eq!(t, 7 + MAX_SLOTS);
+        assert_eq!(lane.ticket_of(t & LOW_MASK), t);
+        lane.check_invariants();
     }
 
     #[test]

@@ -76,7 +76,7 @@ use std::fmt;
 use std::time::Instant;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
-use crate::sync::{thread, unlocked, Arc, AtomicU64, Condvar, Mutex, MutexGuard};
+use crate::sync::{thread, unlocked, Arc, AtomicU32, AtomicU64, Condvar, Mutex, MutexGuard};
 use heap::Handle as HeapHandle;
 use std::task::{Context, Poll, Waker};
 use store::Store;
@@ -92,48 +92,79 @@ pub(crate) use heap::Ordered;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Handle(HeapHandle);
 
-/// Set in a [`Position`] that holds a lane ticket. A heap index never has it: that would
-/// take 2^63 entries.
-const LANE_BIT: u64 = 1 << 63;
+/// Set in a [`Position`] that holds a lane ticket: the top bit, above the ticket's low
+/// [`lane::LOW_BITS`] bits.
+const LANE_BIT: u32 = 1 << lane::LOW_BITS;
+
+const _: () = {
+    assert!(
+        lane::LOW_BITS == u32::BITS - 1,
+        "a lane position is LANE_BIT and the low bits"
+    );
+    // Every heap index is below `MAX_LEN`, so below NONE, and never has LANE_BIT.
+    assert!(heap::MAX_LEN <= Position::NONE as usize);
+};
 
 /// Where a [`Position`] points.
+#[derive(Debug, PartialEq, Eq)]
 enum Place {
     /// A heap index, kept exact by the store (`store.rs`).
     HeapAt(usize),
-    /// A ticket in the ready lane (`lane.rs`).
-    Lane(u64),
+    /// The low [`lane::LOW_BITS`] bits of a ticket in the ready lane, from which the lane
+    /// recovers the ticket ([`lane::Lane::ticket_of`], L5 in `lane.rs`).
+    LaneLow(u64),
     Nowhere,
 }
 
 /// An entry's place in its store, kept in the entry's owner (a task header) so that a
 /// removal finds the entry without a search: its heap index (the store rewrites it on
-/// every move, `heap.rs`'s intrusive keeper) or its lane ticket, and "nowhere" once it left.
-/// Only the store reaches the value inside, through its owner's lock guard (I6).
+/// every move, `heap.rs`'s intrusive keeper) or its lane ticket's low bits, and "nowhere"
+/// once it left. Only the store reaches the value inside, through its owner's lock guard
+/// (I6).
+///
+/// 32 bits, so that 4 bytes of the task header stay free for another field:
+///
+/// | bits                     | place                                              |
+/// |--------------------------|----------------------------------------------------|
+/// | below [`Position::NONE`] | heap index (below `heap::MAX_LEN`, `heap.rs`)      |
+/// | [`Position::NONE`]       | nowhere                                            |
+/// | [`LANE_BIT`] set         | lane ticket's low [`lane::LOW_BITS`] bits below it |
+///
+/// "Nowhere" is `LANE_BIT - 1`, not `u32::MAX`: every value with `LANE_BIT` set is some
+/// ticket's (`u32::MAX` is the ticket `2^31 - 1`'s), and no heap index reaches
+/// `LANE_BIT - 1`.
 #[derive(Debug)]
-pub(crate) struct Position(AtomicU64);
+pub(crate) struct Position(AtomicU32);
 
 impl Position {
     /// "Not stored".
-    const NONE: u64 = u64::MAX;
+    const NONE: u32 = LANE_BIT - 1;
 
     /// A position that names no entry.
     pub(crate) fn new() -> Self {
-        Position(AtomicU64::new(Self::NONE))
+        Position(AtomicU32::new(Self::NONE))
     }
 
-    /// The bits for lane ticket `ticket`.
+    /// The bits for heap index `index` (below `heap::MAX_LEN`).
     #[inline]
-    fn lane(ticket: u64) -> u64 {
-        ticket | LANE_BIT
+    fn heap(index: usize) -> u32 {
+        debug_assert!(index < heap::MAX_LEN, "heap index {index}");
+        index as u32
+    }
+
+    /// The bits for lane ticket `ticket`: [`LANE_BIT`] and its low bits.
+    #[inline]
+    fn lane(ticket: u64) -> u32 {
+        LANE_BIT | (ticket & lane::LOW_MASK) as u32
     }
 
     /// Decodes a position's bits.
     #[inline]
-    fn place(bits: u64) -> Place {
-        if bits == Self::NONE {
+    fn place(bits: u32) -> Place {
+        if bits & LANE_BIT != 0 {
+            Place::LaneLow(u64::from(bits & !LANE_BIT))
+        } else if bits == Self::NONE {
             Place::Nowhere
-        } else if bits & LANE_BIT != 0 {
-            Place::Lane(bits & !LANE_BIT)
         } else {
             Place::HeapAt(bits as usize)
         }
@@ -163,7 +194,7 @@ impl Tracked for TimedEntry<crate::sync::Arc<(u32, Position)>> {
 impl<E: Tracked> heap::Indexed for E {
     #[inline]
     fn set_index(&self, pos: Option<usize>) {
-        let bits = pos.map_or(Position::NONE, |p| p as u64);
+        let bits = pos.map_or(Position::NONE, Position::heap);
         // Relaxed: only the store writes it, under its owner's lock (I6).
         self.position().0.store(bits, Ordering::Relaxed);
     }
@@ -672,3 +703,56 @@ impl<E: Timed> HandOn for &mut Locked<'_, E> {
 #[cfg(all(test, not(loom)))]
 #[path = "blocking_tests.rs"]
 mod tests;
+
+#[cfg(all(test, not(loom)))]
+mod position_tests {
+    use super::*;
+
+    #[test]
+    fn a_position_is_four_bytes() {
+        assert_eq!(std::mem::size_of::<Position>(), 4);
+    }
+
+    #[test]
+    fn a_new_position_is_nowhere() {
+        // Relaxed: nothing else sees it.
+        let bits = Position::new().0.load(Ordering::Relaxed);
+        assert_eq!(Position::place(bits), Place::Nowhere);
+    }
+
+    #[test]
+    fn heap_indices_round_trip() {
+        for index in [0, 1, 4, 12_345, heap::MAX_LEN - 2, heap::MAX_LEN - 1] {
+            let bits = Position::heap(index);
+            assert_eq!(Position::place(bits), Place::HeapAt(index));
+            assert_ne!(bits, Position::NONE);
+            assert_eq!(bits & LANE_BIT, 0);
+        }
+    }
+
+    /// A lane position keeps a ticket's low bits, whatever the ticket: none of them is
+    /// "nowhere" or a heap index (the lane recovers the ticket, L5 in `lane.rs`).
+    #[test]
+    fn lane_tickets_round_trip_to_their_low_bits() {
+        let mask = lane::LOW_MASK;
+        for ticket in [
+            0,
+            1,
+            mask - 1,
+            mask,
+            mask + 1,
+            u64::from(u32::MAX),
+            u64::from(u32::MAX) + 1,
+            (1 << 40) + 5,
+            u64::MAX,
+        ] {
+            let bits = Position::lane(ticket);
+            assert_eq!(
+                Position::place(bits),
+                Place::LaneLow(ticket & mask),
+                "{ticket:#x}"
+            );
+            assert_ne!(bits, Position::NONE);
+        }
+    }
+}

@@ -6,13 +6,14 @@
 //! Entries are found again in one of two ways, chosen by the heap's keeper (`heap.rs`):
 //! - `Store<E, SlotTable>` (the public queues): by [`Handle`]s, which a push returns.
 //! - `Store<E, InEntry>` (the executor): by the [`Position`] each entry carries
-//!   ([`Tracked`]). The store writes an entry's place (heap index or lane ticket) into it
-//!   on every move and clears it when the entry leaves, so the position is exact while
-//!   the entry is stored (H1); a lookup also checks that the entry it finds is the one
-//!   that owns the position.
+//!   ([`Tracked`]). The store writes an entry's place (heap index, or the low bits of its
+//!   lane ticket, from which the lane recovers the ticket: L5) into it on every move and
+//!   clears it when the entry leaves, so the position is exact while the entry is stored
+//!   (H1); a lookup also checks that the entry it finds is the one that owns the
+//!   position.
 //!
 //! # Invariants
-//! The heap's H1–H4 (`heap.rs`), the lane's L1–L4 (`lane.rs`), and I7: the lane holds
+//! The heap's H1–H4 (`heap.rs`), the lane's L1–L5 (`lane.rs`), and I7: the lane holds
 //! only entries that were due when queued, in order, and the head is the earlier of the
 //! lane's front and the heap's root, so entries leave in exactly the order a heap alone
 //! would give.
@@ -227,8 +228,15 @@ impl<E: Timed + Tracked> Store<E, InEntry> {
         let owns = |e: &E| std::ptr::eq(e.position(), position);
         // Relaxed: under the owner's lock (I6).
         match Position::place(position.0.load(Ordering::Relaxed)) {
-            Place::Lane(ticket) if self.lane.get(ticket).is_some_and(owns) => At::Lane(ticket),
-            Place::Lane(_) | Place::Nowhere => At::Nowhere,
+            Place::LaneLow(low) => {
+                // L5: the only ticket with these low bits that can name a slot.
+                let ticket = self.lane.ticket_of(low);
+                match self.lane.get(ticket) {
+                    Some(e) if owns(e) => At::Lane(ticket),
+                    _ => At::Nowhere,
+                }
+            }
+            Place::Nowhere => At::Nowhere,
             Place::HeapAt(pos) if self.heap.get_at(pos).is_some_and(owns) => At::Heap(pos),
             Place::HeapAt(_) => At::Nowhere,
         }
@@ -281,15 +289,138 @@ impl<E: Timed + Tracked> Store<E, InEntry> {
         }
     }
 
-    /// Asserts H1–H2, L1–L2 and that every entry's position names it (tests).
+    /// Asserts H1–H2, L1–L3, L5 and that every entry's position names it (tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn check_invariants(&self) {
         self.lane.check_invariants();
-        self.heap.check_indexed(|e| {
-            match Position::place(e.position().0.load(Ordering::Relaxed)) {
-                Place::HeapAt(pos) => Some(pos),
-                _ => None,
-            }
+        // Relaxed: the tests own the store (I6).
+        let place = |e: &E| Position::place(e.position().0.load(Ordering::Relaxed));
+        self.heap.check_indexed(|e| match place(e) {
+            Place::HeapAt(pos) => Some(pos),
+            _ => None,
         });
+        for (ticket, e) in self.lane.tickets() {
+            let Place::LaneLow(low) = place(e) else {
+                panic!("a lane entry's position is {:?}", place(e));
+            };
+            assert_eq!(
+                self.lane.ticket_of(low),
+                ticket,
+                "L5: its ticket from its position"
+            );
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::lane::{LOW_BITS, MAX_SLOTS};
+    use super::*;
+    use crate::queue::TimedEntry;
+    use crate::sync::Arc;
+
+    type Entry = TimedEntry<Arc<(u32, Position)>>;
+
+    fn entry(deadline: Ticks, seq: u64) -> Entry {
+        TimedEntry {
+            deadline,
+            seq,
+            value: Arc::new((seq as u32, Position::new())),
+        }
+    }
+
+    /// A store whose lane hands out `first` as its next ticket.
+    fn store_with_lane_at(first: u64) -> Store<Entry, InEntry> {
+        let mut store = Store::with_capacity(0);
+        store.lane = Lane::starting_at(first);
+        store
+    }
+
+    fn bits(e: &Arc<(u32, Position)>) -> u32 {
+        // Relaxed: the test owns the store (I6).
+        e.1 .0.load(Ordering::Relaxed)
+    }
+
+    /// L5 through the store: lane entries whose tickets straddle 2^31 are found, removed
+    /// and re-keyed by their 32-bit positions, the ticket recovered from its low bits.
+    #[test]
+    fn lane_positions_name_their_entries_across_the_ticket_wrap() {
+        let first = (1 << LOW_BITS) - 2;
+        let mut store = store_with_lane_at(first);
+        let values: Vec<_> = (0..5)
+            .map(|seq| {
+                let e = entry(0, seq);
+                let value = Arc::clone(&e.value);
+                store.push_tracked(e, true);
+                value
+            })
+            .collect();
+        store.check_invariants();
+        let lows: Vec<u64> = values
+            .iter()
+            .map(|v| match Position::place(bits(v)) {
+                Place::LaneLow(low) => low,
+                other => panic!("in the lane, not {other:?}"),
+            })
+            .collect();
+        assert_eq!(lows, [(1 << LOW_BITS) - 2, (1 << LOW_BITS) - 1, 0, 1, 2]);
+        assert!(values.iter().all(|v| store.contains_tracked(&v.1)));
+
+        // Ticket 2^31 (low bits 0): its position wrapped; the removal takes it.
+        let (removed, was_head) = store.remove_tracked(&values[2].1);
+        assert_eq!(removed.map(|e| e.seq), Some(2));
+        assert!(!was_head, "lane entries are due: no signal (I5)");
+        assert_eq!(bits(&values[2]), Position::NONE, "it left");
+        assert!(!store.contains_tracked(&values[2].1));
+        assert_eq!(store.remove_tracked(&values[2].1).0.map(|e| e.seq), None);
+        store.check_invariants();
+
+        // Ticket 2^31 + 1, re-keyed: it moves to the heap and its position follows it.
+        assert_eq!(
+            store.update_tracked(&values[3].1, |e| e.deadline = 5),
+            Some(true)
+        );
+        assert_eq!(Position::place(bits(&values[3])), Place::HeapAt(0));
+        store.check_invariants();
+
+        // The front moves past the wrap; what is left still comes out in order.
+        let order: Vec<u64> = std::iter::from_fn(|| store.pop_head().map(|e| e.seq)).collect();
+        assert_eq!(order, [0, 1, 4, 3]);
+        assert!(values.iter().all(|v| bits(v) == Position::NONE));
+        store.check_invariants();
+    }
+
+    /// The pointer-identity check stays: a position whose bits name a live lane entry it
+    /// does not own finds nothing, and removes nothing.
+    #[test]
+    fn a_position_that_names_another_entry_finds_nothing() {
+        let mut store = store_with_lane_at((1 << LOW_BITS) - 1);
+        let e = entry(0, 7);
+        let owner = Arc::clone(&e.value);
+        store.push_tracked(e, true);
+        let stranger = Position::new();
+        // Relaxed: the test owns the store (I6).
+        stranger.0.store(bits(&owner), Ordering::Relaxed);
+        assert!(!store.contains_tracked(&stranger));
+        assert!(store.remove_tracked(&stranger).0.is_none());
+        assert!(store.contains_tracked(&owner.1), "still there");
+        store.check_invariants();
+    }
+
+    /// L5 through the store: an entry the full lane refuses goes into the heap, and the
+    /// order is the same.
+    #[test]
+    fn an_entry_the_full_lane_refuses_goes_to_the_heap_in_order() {
+        let mut store = store_with_lane_at(3);
+        store.push_tracked(entry(0, 0), true);
+        // The lane now spans MAX_SLOTS tickets: one more slot would break L5.
+        store.lane.skip_tickets(MAX_SLOTS - 1);
+        let later = entry(0, 1);
+        let value = Arc::clone(&later.value);
+        assert!(!store.push_tracked(later, true), "not the head");
+        assert_eq!(Position::place(bits(&value)), Place::HeapAt(0));
+        store.check_invariants();
+        let order: Vec<u64> = std::iter::from_fn(|| store.pop_head().map(|e| e.seq)).collect();
+        assert_eq!(order, [0, 1]);
     }
 }
