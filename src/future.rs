@@ -10,7 +10,7 @@ use crate::clock;
 use crate::error::TaskError;
 use crate::pool::{PoolRef, Shared};
 use crate::sync::Arc;
-use crate::task::{state::State, Job, TypedJob};
+use crate::task::{state::State, Job, TaskRef, TypedTask};
 
 /// The handle to a scheduled task: cancel it, wait for it, or take its outcome (Java:
 /// `ScheduledFuture`).
@@ -32,17 +32,17 @@ use crate::task::{state::State, Job, TypedJob};
 /// assert!(matches!(fut.get(), Err(TaskError::Cancelled)));
 /// ```
 pub struct ScheduledFuture<T> {
-    task: Arc<dyn TypedJob<T>>,
+    task: TypedTask<T>,
     shared: PoolRef,
 }
 
 impl<T> ScheduledFuture<T> {
-    pub(crate) fn new(task: Arc<dyn TypedJob<T>>, shared: PoolRef) -> Self {
+    pub(crate) fn new(task: TypedTask<T>, shared: PoolRef) -> Self {
         ScheduledFuture { task, shared }
     }
 
     fn job(&self) -> &dyn Job {
-        &*self.task
+        &**self.task.task()
     }
 
     /// Cancels the task. `true` if this call moved it to cancelled: it was pending, or it
@@ -169,7 +169,7 @@ impl<T> ScheduledFuture<T> {
     /// A cloneable handle that can cancel the task from elsewhere.
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle {
-            job: self.task.clone(),
+            job: self.task.task().clone(),
             shared: self.shared.clone(),
         }
     }
@@ -178,7 +178,7 @@ impl<T> ScheduledFuture<T> {
 #[cfg(all(test, loom))]
 impl<T> ScheduledFuture<T> {
     /// Models: the task behind the future.
-    pub(crate) fn task(&self) -> &Arc<dyn TypedJob<T>> {
+    pub(crate) fn task(&self) -> &TypedTask<T> {
         &self.task
     }
 }
@@ -204,13 +204,13 @@ impl<T> fmt::Debug for ScheduledFuture<T> {
 /// itself, or from another thread that does not care about its output).
 #[derive(Clone)]
 pub struct CancelHandle {
-    job: Arc<dyn Job>,
+    job: TaskRef,
     shared: PoolRef,
 }
 
 impl CancelHandle {
     /// A handle for `job` in the pool `shared` (a task context's, `context.rs`).
-    pub(crate) fn new(job: Arc<dyn Job>, shared: PoolRef) -> Self {
+    pub(crate) fn new(job: TaskRef, shared: PoolRef) -> Self {
         CancelHandle { job, shared }
     }
 
@@ -257,12 +257,12 @@ impl fmt::Debug for CancelHandle {
 /// (a periodic task runs once and is then cancelled). Dropping it without running
 /// completes its future with `Err(Cancelled)`.
 pub struct PendingTask {
-    job: Option<Arc<dyn Job>>,
+    job: Option<TaskRef>,
     shared: Arc<Shared>,
 }
 
 impl PendingTask {
-    pub(crate) fn new(job: Arc<dyn Job>, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(job: TaskRef, shared: Arc<Shared>) -> Self {
         PendingTask {
             job: Some(job),
             shared,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::pool::Shared;
 use crate::sync::{thread, Arc};
-use crate::task::{state::State, Job, OnceTask, Plain, TypedJob};
+use crate::task::{state::State, OnceTask, Plain, TaskRef, TypedTask};
 use crate::{Builder, ManualClock, ScheduledThreadPoolExecutor};
 
 /// An executor on a `ManualClock` whose only worker is played by the model (no thread
@@ -25,11 +25,11 @@ pub(crate) fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Shared
 fn loom_submit_vs_surplus_exit() {
     loom::model(|| {
         let (_ex, shared) = pool(Builder::new().allow_core_thread_timeout(true));
-        let task = Arc::new(OnceTask::new(1_000_000, Plain(|| ())));
+        let task = TaskRef::new(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
-                let job: Arc<dyn Job> = task;
+                let job = task;
                 // The submission's critical section, without starting the thread it may
                 // reserve (the model checks the reservation, not a spawned worker).
                 let mut q = shared.queue.lock(shared.queue.local_shard());
@@ -54,11 +54,11 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
     loom::model(|| {
         let (ex, shared) =
             pool(Builder::new().execute_existing_delayed_tasks_after_shutdown(false));
-        let task = Arc::new(OnceTask::new(1_000_000, Plain(|| ())));
+        let task = TaskRef::new(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
-                let job: Arc<dyn Job> = task;
+                let job = task;
                 shared.submit(job, None, true).is_ok()
             })
         };
@@ -82,7 +82,7 @@ fn loom_termination_vs_shutdown_completing_removed_tasks() {
         let fut = ex
             .schedule_at_fixed_rate(Duration::from_secs(1), Duration::from_secs(1), || ())
             .unwrap();
-        let job: Arc<dyn TypedJob<()>> = fut.task().clone();
+        let job: TypedTask<()> = fut.task().clone();
         let worker = {
             let (shared, job) = (shared.clone(), job.clone());
             thread::spawn(move || {

@@ -9,7 +9,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::periodic::{Limits, Schedule};
 use crate::pool::Shared;
 use crate::sync::{thread, Arc};
-use crate::task::{state::State, Job, OnceTask, PeriodicTask, Plain, RunEnv, TypedJob};
+use crate::task::{state::State, OnceTask, PeriodicTask, Plain, RunEnv, TaskRef};
 
 /// The environment of a bare run at time 0 (no pool, no counters).
 fn bare_env(clock: &Clock) -> RunEnv<'_> {
@@ -47,7 +47,7 @@ fn loom_cancel_vs_start() {
         let drops = Arc::new(AtomicUsize::new(0));
         let runs = Arc::new(AtomicUsize::new(0));
         let (guard, r) = (DropCount(drops.clone()), runs.clone());
-        let task = Arc::new(OnceTask::new(
+        let task = TaskRef::new_typed(OnceTask::new(
             0,
             Plain(move || {
                 let _owned = &guard;
@@ -91,7 +91,7 @@ fn loom_cancel_vs_periodic_requeue() {
             max_lateness: None,
             max_runs: None,
         };
-        let task = Arc::new(PeriodicTask::new(
+        let task = TaskRef::new_typed(PeriodicTask::new(
             0,
             rule,
             limits,
@@ -100,7 +100,7 @@ fn loom_cancel_vs_periodic_requeue() {
                 let _owned = &guard;
             }),
         ));
-        let job: Arc<dyn Job> = task.clone();
+        let job = task.task().clone();
         shared.submit(job, None, true).unwrap();
         let home = task.header().home();
         let worker = {
@@ -117,7 +117,7 @@ fn loom_cancel_vs_periodic_requeue() {
             })
         };
         assert!(
-            shared.cancel(&*task),
+            shared.cancel(&**task),
             "a periodic task is cancellable until it ends"
         );
         worker.join().unwrap();
@@ -141,7 +141,7 @@ fn loom_interrupt_vs_completion() {
         let output_drops = Arc::new(AtomicUsize::new(0));
         let guard = DropCount(closure_drops.clone());
         let out = output_drops.clone();
-        let task = Arc::new(OnceTask::new(
+        let task = TaskRef::new_typed(OnceTask::new(
             0,
             Plain(move || {
                 let _owned = &guard;
@@ -187,11 +187,13 @@ fn loom_interrupt_vs_completion() {
     });
 }
 
-/// T2: a waiter blocked on a future is woken by the completion, whichever comes first.
+/// T2: a waiter blocked on a future is woken by the completion, whichever comes first
+/// (W1, `task/waiting.rs`). Break: dropping `wake_waiters` after a won finish
+/// (`task/once.rs`) deadlocks it.
 #[test]
 fn loom_wait_vs_complete() {
     loom::model(|| {
-        let task = Arc::new(OnceTask::new(0, Plain(|| 9)));
+        let task = TaskRef::new_typed(OnceTask::new(0, Plain(|| 9)));
         let waiter = {
             let task = task.clone();
             thread::spawn(move || {
@@ -206,7 +208,10 @@ fn loom_wait_vs_complete() {
 }
 
 /// T2 for async callers: a future polled before completion registers its waker, and the
-/// completion either wakes it or is seen by the poll; never neither.
+/// completion either wakes it or is seen by the poll; never neither. R4 (`task/raw.rs`):
+/// the slot is reached through loom's `UnsafeCell`. Breaks: writing the outcome after the
+/// exchange in `OnceCore::finish` fails it (the poll's read races the write); dropping
+/// `wake_waiters` fails it too.
 #[test]
 fn loom_async_waker_vs_complete() {
     use std::task::{Context, Poll, Wake, Waker};
@@ -219,7 +224,7 @@ fn loom_async_waker_vs_complete() {
     }
 
     loom::model(|| {
-        let task = Arc::new(OnceTask::new(0, Plain(|| 4)));
+        let task = TaskRef::new_typed(OnceTask::new(0, Plain(|| 4)));
         let poller = {
             let task = task.clone();
             thread::spawn(move || {
@@ -251,11 +256,11 @@ fn loom_async_waker_vs_complete() {
 fn loom_shutdown_vs_schedule() {
     loom::model(|| {
         let (ex, shared) = pool_with_model_worker();
-        let task = Arc::new(OnceTask::new(1_000_000, Plain(|| ())));
+        let task = TaskRef::new_typed(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || {
-                let job: Arc<dyn Job> = task;
+                let job = task.task().clone();
                 shared.submit(job, None, true).is_ok()
             })
         };
@@ -281,8 +286,8 @@ fn loom_shutdown_vs_periodic_requeue() {
             max_lateness: None,
             max_runs: None,
         };
-        let task = Arc::new(PeriodicTask::new(0, rule, limits, None, Plain(|| ())));
-        let job: Arc<dyn Job> = task.clone();
+        let task = TaskRef::new_typed(PeriodicTask::new(0, rule, limits, None, Plain(|| ())));
+        let job = task.task().clone();
         shared.submit(job, None, true).unwrap();
         let entry = shared
             .queue
@@ -312,14 +317,14 @@ fn loom_shutdown_vs_periodic_requeue() {
 fn loom_cancel_vs_reschedule() {
     loom::model(|| {
         let (_ex, shared) = pool_with_model_worker();
-        let task = Arc::new(OnceTask::new(5_000_000, Plain(|| ())));
-        let job: Arc<dyn Job> = task.clone();
+        let task = TaskRef::new_typed(OnceTask::new(5_000_000, Plain(|| ())));
+        let job = task.task().clone();
         shared.submit(job, None, true).unwrap();
         let rescheduler = {
             let (shared, task) = (shared.clone(), task.clone());
-            thread::spawn(move || shared.reschedule(&*task, 1_000_000))
+            thread::spawn(move || shared.reschedule(&**task, 1_000_000))
         };
-        assert!(shared.cancel(&*task));
+        assert!(shared.cancel(&**task));
         rescheduler.join().unwrap();
         assert_eq!(shared.queue.len(), 0);
         assert_eq!(task.header().state(), State::Cancelled);

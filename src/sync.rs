@@ -70,6 +70,24 @@ mod imp {
         parking_lot::MutexGuard::unlocked(guard, f)
     }
 
+    /// `std`'s `UnsafeCell` behind loom's API (tokio's `loom/std/unsafe_cell.rs`): every
+    /// access goes through `with` or `with_mut`, so a model checks each one.
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        #[inline]
+        pub(crate) const fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Writes (or reads) through the raw pointer `f` is given.
+        #[inline]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
     /// Parks this thread until it is unparked, `until` passes, or spuriously (callers
     /// re-check their condition); `true` once `until` has passed.
     pub(crate) fn park_until(until: Option<Instant>) -> bool {
@@ -89,6 +107,7 @@ mod imp {
 
 #[cfg(all(test, loom))]
 mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
     pub(crate) use loom::sync::atomic::{
         fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
     };
@@ -179,9 +198,9 @@ pub(crate) use imp::*;
 /// Memory orderings: the same enum for `std`'s and loom's atomics.
 pub(crate) use std::sync::atomic::Ordering;
 
-/// Reference counting stays `std`'s in every build: tasks are `Arc<dyn Job>` and loom's
-/// `Arc` cannot coerce to a trait object. The models check the protocols built on the
-/// mutexes, condition variables and atomics, not reference counts.
+/// Reference counting stays `std`'s in every build (`Arc` here, and a task's own count in
+/// `task/raw.rs`): loom's `Arc` cannot coerce to a trait object. The models check the
+/// protocols built on the mutexes, condition variables and atomics, not reference counts.
 pub(crate) use std::sync::{Arc, Weak};
 
 /// A process-wide unique number (queue identities for keys). Always `std`'s atomic: it is

@@ -4,8 +4,7 @@
 use super::shared::Shared;
 use crate::clock::Ticks;
 use crate::stats::{self, PoolStats, TaskInfo};
-use crate::sync::Arc;
-use crate::task::{state::State, Job};
+use crate::task::{state::State, TaskRef};
 
 impl Shared {
     /// The counters, the lateness summary and the queue's size
@@ -45,10 +44,10 @@ impl Shared {
     /// A snapshot of the queued tasks, earliest first
     /// (`ScheduledThreadPoolExecutor::scheduled_tasks`).
     pub(crate) fn scheduled_tasks(&self) -> Vec<TaskInfo> {
-        let mut queued: Vec<(Ticks, u64, Arc<dyn Job>)> = Vec::new();
+        let mut queued: Vec<(Ticks, u64, TaskRef)> = Vec::new();
         self.queue
             .lock_all()
-            .for_each(|e| queued.push((e.deadline, e.seq, Arc::clone(&e.value))));
+            .for_each(|e| queued.push((e.deadline, e.seq, e.value.clone())));
         // Outside the shard locks: each task's record takes its stage's lock, and the
         // copies may be the last references (a task's drop runs user code, I4). The
         // order is the queue's: (deadline, seq).

@@ -21,15 +21,15 @@ use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::sleepers::Sleepers;
 use crate::task::{
     state::State, submitter_span, Host, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody,
-    PeriodicTask, Plain, RunEnv, TypedJob, NO_DEADLINE,
+    PeriodicTask, Plain, RunEnv, TaskRef, TypedTask, NO_DEADLINE,
 };
 use crate::throttle::Throttle;
 
 /// A queued task: deadline and sequence inline, the task behind a pointer.
-pub(crate) type Entry = TimedEntry<Arc<dyn Job>>;
+pub(crate) type Entry = TimedEntry<TaskRef>;
 
 /// A task accepted by the pool: what its future holds.
-pub(crate) type Scheduled<T> = (Arc<dyn TypedJob<T>>, PoolRef);
+pub(crate) type Scheduled<T> = (TypedTask<T>, PoolRef);
 
 impl Tracked for Entry {
     /// T4: the task's place in its home shard.
@@ -154,15 +154,15 @@ impl Shared {
         T: Send + 'static,
         N: Label,
     {
-        let task: Arc<dyn TypedJob<T>> = match submitter_span() {
-            None => Arc::new(OnceTask::named(deadline, task, name)),
-            Some(parent) => Arc::new(OnceTask::named(
+        let task: TypedTask<T> = match submitter_span() {
+            None => TaskRef::new_typed(OnceTask::named(deadline, task, name)),
+            Some(parent) => TaskRef::new_typed(OnceTask::named(
                 deadline,
                 Linked { body: task, parent },
                 name,
             )),
         };
-        match self.submit(task.clone(), now, true) {
+        match self.submit(task.task().clone(), now, true) {
             Ok(stripe) => Ok((task, stripe.unwrap_or_else(|| Stripe::new(self.clone())))),
             Err(err) => {
                 crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
@@ -177,9 +177,9 @@ impl Shared {
         F: FnOnce() + Send + 'static,
     {
         let deadline = self.clock().now();
-        let task: Arc<dyn Job> = match submitter_span() {
-            None => Arc::new(OnceTask::new(deadline, Plain(task))),
-            Some(parent) => Arc::new(OnceTask::new(
+        let task: TaskRef = match submitter_span() {
+            None => TaskRef::new(OnceTask::new(deadline, Plain(task))),
+            Some(parent) => TaskRef::new(OnceTask::new(
                 deadline,
                 Linked {
                     body: Plain(task),
@@ -251,7 +251,7 @@ impl Shared {
             now,
             first,
             limits.max_runs,
-            Arc::new(PeriodicTask::new(deadline, schedule, limits, name, task).then_at(then)),
+            PeriodicTask::new(deadline, schedule, limits, name, task).then_at(then),
         )
     }
 
@@ -262,7 +262,7 @@ impl Shared {
         now: Ticks,
         first: Result<Option<Ticks>, crate::error::Caught>,
         max_runs: Option<u64>,
-        task: Arc<PeriodicTask<B>>,
+        task: PeriodicTask<B>,
     ) -> Result<Scheduled<B::Output>, ScheduleError> {
         let ended = match first {
             Err((payload, msg)) => Some(Err((payload, msg))),
@@ -270,16 +270,19 @@ impl Shared {
             Ok(Some(_)) if max_runs == Some(0) => Some(Ok(())),
             Ok(Some(_)) => None,
         };
-        let typed: Arc<dyn TypedJob<B::Output>> = task.clone();
         let mut stripe = None;
-        match ended {
-            None => match self.submit(typed.clone(), Some(now), true) {
-                Ok(s) => stripe = s,
-                Err(err) => {
-                    crate::task::drop_quietly((task, typed)); // contain a panicking Drop
-                    return Err(err);
+        let typed = match ended {
+            None => {
+                let typed = TaskRef::new_typed(task);
+                match self.submit(typed.task().clone(), Some(now), true) {
+                    Ok(s) => stripe = s,
+                    Err(err) => {
+                        crate::task::drop_quietly(typed); // contain a panicking Drop
+                        return Err(err);
+                    }
                 }
-            },
+                typed
+            }
             Some(outcome) => {
                 // Accepted (unless shut down) but over before its first run.
                 self.refuse_if_shutdown()?;
@@ -290,14 +293,15 @@ impl Shared {
                     TaskError::Panicked(payload)
                 });
                 task.finish_unrun(outcome);
+                TaskRef::new_typed(task)
             }
-        }
+        };
         Ok((typed, stripe.unwrap_or_else(|| Stripe::new(self.clone()))))
     }
 
     /// The environment of a run of `job` on the calling thread, now (`CallerRuns`,
     /// `PendingTask::run`): the pool's clock and the pool itself, no counters.
-    pub(crate) fn env_now<'a>(self: &'a Arc<Self>, job: &'a Arc<dyn Job>) -> RunEnv<'a> {
+    pub(crate) fn env_now<'a>(self: &'a Arc<Self>, job: &'a TaskRef) -> RunEnv<'a> {
         RunEnv {
             now: self.clock().now(),
             clock: self.clock(),
@@ -377,7 +381,7 @@ impl Shared {
     /// took it, or the pool was being dropped).
     pub(crate) fn submit(
         self: &Arc<Self>,
-        job: Arc<dyn Job>,
+        job: TaskRef,
         now: Option<Ticks>,
         future: bool,
     ) -> Result<Option<PoolRef>, ScheduleError> {
@@ -423,11 +427,11 @@ impl Shared {
     pub(crate) fn publish(
         &self,
         q: &mut Guard<'_>,
-        job: Arc<dyn Job>,
+        job: TaskRef,
         now: Option<Ticks>,
         queued: usize,
         future: bool,
-    ) -> Result<Published, (Arc<dyn Job>, ScheduleError)> {
+    ) -> Result<Published, (TaskRef, ScheduleError)> {
         // E2: the run state is read in the critical section that publishes the task, and
         // `shutdown` changes it before its own pass over the queue.
         if !self.control.load().is_running() {
@@ -446,7 +450,7 @@ impl Shared {
         q.ext().submitted += 1; // counted in the critical section that accepts it
                                 // A copy to take the task back by if the worker cannot be started (E1): only
                                 // when one is to be started, so the common path counts no reference.
-        let kept = spawn.is_some().then(|| Arc::clone(&job));
+        let kept = spawn.is_some().then(|| job.clone());
         q.push_tracked(
             TimedEntry {
                 deadline,
@@ -511,11 +515,7 @@ impl Shared {
 
     /// The rejection policy, applied outside the lock.
     #[cold]
-    fn refuse(
-        self: &Arc<Self>,
-        job: Arc<dyn Job>,
-        reason: ScheduleError,
-    ) -> Result<(), ScheduleError> {
+    fn refuse(self: &Arc<Self>, job: TaskRef, reason: ScheduleError) -> Result<(), ScheduleError> {
         stats::bump(&self.counters.rejected);
         let policy = match reason {
             ScheduleError::QueueFull => self.config.rejection_policy,
@@ -550,7 +550,7 @@ impl Shared {
     /// queue so it is not stranded (E1), and returns it; `new`: it was a new submission
     /// (un-counted again), not a re-queue.
     #[cold]
-    pub(super) fn unqueue_if_workerless(&self, job: &dyn Job, new: bool) -> Option<Arc<dyn Job>> {
+    pub(super) fn unqueue_if_workerless(&self, job: &dyn Job, new: bool) -> Option<TaskRef> {
         // E1: workers release their slots only under every shard's lock, so this shard's
         // lock orders the check against them.
         let mut q = self.queue.lock(job.header().home()); // T4
@@ -566,11 +566,11 @@ impl Shared {
 
     /// Re-queues a periodic task after a run, if the run state allows (E2). For runs on
     /// the caller's thread (`CallerRuns`); workers re-queue inside `next_task`.
-    pub(crate) fn requeue(self: &Arc<Self>, job: Arc<dyn Job>, next: Ticks) {
+    pub(crate) fn requeue(self: &Arc<Self>, job: TaskRef, next: Ticks) {
         let home = job.header().home();
         // A copy to take the task back by if a worker cannot be started (E1); this path
         // (`CallerRuns`) is not a hot one.
-        let kept = Arc::clone(&job);
+        let kept = job.clone();
         let mut q = self.queue.lock(home);
         let outcome = self.requeue_locked(&mut q, job, next);
         let spawn = match outcome {
@@ -595,12 +595,7 @@ impl Shared {
     /// The decision and the push of a re-queue, under the lock of the task's home shard
     /// (E2, T4). A refused task has been cancelled here and must be finished by the
     /// caller after unlocking (T2, I4).
-    pub(super) fn requeue_locked(
-        &self,
-        q: &mut Guard<'_>,
-        job: Arc<dyn Job>,
-        next: Ticks,
-    ) -> Requeued {
+    pub(super) fn requeue_locked(&self, q: &mut Guard<'_>, job: TaskRef, next: Ticks) -> Requeued {
         let header = job.header();
         debug_assert_eq!(q.index(), header.home(), "T4: the home shard");
         if header.state() != State::Scheduled {
@@ -757,7 +752,7 @@ impl Shared {
     }
 
     /// Stops the pool and hands back the queued tasks not yet cancelled, in deadline order.
-    pub(crate) fn shutdown_now(&self) -> Vec<Arc<dyn Job>> {
+    pub(crate) fn shutdown_now(&self) -> Vec<TaskRef> {
         let before = self.control.shut_down(RunState::Stop); // E2: before the pass
         self.sleepers.wake(); // S1: running tasks asleep in `TaskContext::sleep` stop
         let entries = self.queue.lock_all().drain_sorted();
@@ -839,8 +834,8 @@ impl Host for Arc<Shared> {
         &self.sleepers
     }
 
-    fn cancel_handle(&self, job: &Arc<dyn Job>) -> CancelHandle {
-        CancelHandle::new(Arc::clone(job), Stripe::new(Arc::clone(self)))
+    fn cancel_handle(&self, job: &TaskRef) -> CancelHandle {
+        CancelHandle::new(job.clone(), Stripe::new(Arc::clone(self)))
     }
 }
 
@@ -867,7 +862,7 @@ fn to_grid(
 pub(crate) struct Published {
     /// A reference to the task, kept only when a worker is to be started for it, to take
     /// it back by if that fails (E1).
-    pub(crate) job: Option<Arc<dyn Job>>,
+    pub(crate) job: Option<TaskRef>,
     /// A worker slot reserved for it, to start after unlocking (E1).
     pub(crate) spawn: Option<usize>,
     /// The shard's reference to the pool for the task's future.
@@ -879,7 +874,7 @@ pub(super) enum Requeued {
     /// In the queue.
     Queued,
     /// Not allowed after shutdown and cancelled here: its future must be completed.
-    Refused(Arc<dyn Job>),
+    Refused(TaskRef),
     /// Cancelled by someone else meanwhile, who completes it.
     Dropped,
 }

@@ -20,7 +20,7 @@ use crate::clock::{self, Ticks};
 use crate::queue::Take;
 use crate::stats;
 use crate::sync::Arc;
-use crate::task::{drop_quietly, Job, RunEnv};
+use crate::task::{drop_quietly, RunEnv, TaskRef};
 
 thread_local! {
     /// The address of the `Shared` this thread works for; 0 on other threads.
@@ -92,7 +92,7 @@ fn run_task(
     index: usize,
     entry: Entry,
     now: clock::Ticks,
-) -> Option<(Arc<dyn Job>, clock::Ticks)> {
+) -> Option<(TaskRef, clock::Ticks)> {
     let Entry {
         deadline,
         value: job,
@@ -257,7 +257,7 @@ impl Shared {
     pub(crate) fn next_task(
         &self,
         finished: bool,
-        requeue: Option<(Arc<dyn Job>, Ticks)>,
+        requeue: Option<(TaskRef, Ticks)>,
     ) -> Option<(Entry, Ticks)> {
         if let Some((job, next)) = requeue {
             let mut q = self.queue.lock(job.header().home());

@@ -1,5 +1,6 @@
-//! [`Completion`]: a task's stage, the one slot that holds first its closure and then its
-//! outcome, with the waiters of its futures.
+//! [`Completion`]: a periodic task's stage, the one slot that holds first its closure and
+//! then its outcome, with the waiters of its futures. (A one-shot keeps neither a mutex nor
+//! room for waiters: its slot is in `raw.rs`, its waiters in `waiting.rs`.)
 //!
 //! # Design
 //! One mutex guards the stage: `Pending` (the closure while the task is not running, and
@@ -13,8 +14,8 @@
 //! the stage: the last async waker of `poll`, and the threads blocked in
 //! [`Outcome::wait`], which park (`std::thread::park`) and are unparked by the
 //! completion. A per-task condition variable would cost 8 bytes in every task, which is
-//! what moves a one-shot from a 96-byte to an 80-byte malloc chunk (`docs/DESIGN.md`,
-//! Memory).
+//! what kept a one-shot in an 80-byte malloc chunk while one-shots still used this stage
+//! (`docs/DESIGN.md`, Memory).
 //!
 //! # Invariants
 //! - K1: the stage goes `Pending -> Ready -> Taken`, never back; [`Completion::complete`]

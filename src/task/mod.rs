@@ -1,13 +1,19 @@
 //! `ScheduledFutureTask`: what a task is to the queue, the workers and its futures.
 //!
 //! # Design
-//! A task is one allocation: an `Arc` holding the [`Header`] (atomic state, deadline,
-//! queue position) and the [`Completion`]: one mutex-guarded stage that holds the closure
-//! while the task is pending and its outcome once it is done, which its futures wait on. The queue holds it as `Arc<dyn Job>`; a [`ScheduledFuture`](crate::ScheduledFuture)
-//! holds the same allocation as `Arc<dyn TypedJob<T>>`, which knows the output type.
+//! A task is one allocation that starts with its [`Header`] (state word, deadline, queue
+//! position, reference count, vtable). The queue, the workers and the handles hold it
+//! through a [`TaskRef`], a counted thin pointer (`raw.rs`: tokio's `RawTask` shape); a
+//! [`ScheduledFuture`](crate::ScheduledFuture) holds a [`TypedTask`], which also knows the
+//! output type. A one-shot keeps its closure, then its outcome, in one slot guarded by
+//! flags in its state word (`raw.rs`, R4); its waiters wait in a table outside it
+//! (`waiting.rs`). A periodic task keeps the mutex-guarded stage of `completion.rs`, which
+//! its runs put the closure back into.
 //!
-//! - `state.rs`: the state machine (diagram there), one `AtomicU8`.
-//! - `completion.rs`: the outcome slot and its waiters.
+//! - `state.rs`: the state machine (diagram there) and its flags, one `AtomicU8`.
+//! - `raw.rs`: the one `unsafe` module: [`TaskRef`] and a one-shot's slot.
+//! - `waiting.rs`: the waiter table of one-shots.
+//! - `completion.rs`: a periodic task's stage and its waiters.
 //! - `once.rs`: [`OnceTask`], a one-shot (Java: `ScheduledFutureTask` with `period == 0`).
 //! - `periodic.rs`: [`PeriodicTask`], run with `run_and_reset` semantics and re-queued by
 //!   the worker; its next deadline comes from its `Schedule` (`periodic.rs`).
@@ -17,13 +23,16 @@
 //!   interrupt moves a running task to CANCELLED; its runner is still the only thread in
 //!   the run, and its own terminal exchange then fails.)
 //! - T2: exactly one transition into a terminal state succeeds; its author, and only it,
-//!   completes the [`Completion`] (so a future's outcome is written once).
-//! - T3: the closure lives in the task's stage (`completion.rs`) while SCHEDULED. The
-//!   thread that moved the task to RUNNING takes it out for the run; a periodic run puts
-//!   it back only if its RUNNING -> SCHEDULED exchange succeeds, which it attempts while
-//!   holding the stage's lock. A canceller takes whatever is in the stage after its own
-//!   exchange, in the critical section that stores `Cancelled`. So exactly one thread
-//!   drops the closure, and a cancelled task never keeps it.
+//!   completes the task for its futures: a one-shot's runner stores the outcome before
+//!   that transition (`raw.rs`, R4) and wakes the waiters after it (`waiting.rs`, W1); a
+//!   periodic task's author completes its [`Completion`].
+//! - T3: the closure lives in the task while SCHEDULED. The thread that moved the task to
+//!   RUNNING takes it out for the run. A one-shot's canceller takes it after its own
+//!   exchange (R4: the `CLOSURE` flag is cleared once). A periodic run puts it back only
+//!   if its RUNNING -> SCHEDULED exchange succeeds, which it attempts while holding the
+//!   stage's lock, and a periodic canceller takes whatever is in the stage in the
+//!   critical section that stores `Cancelled`. So exactly one thread drops the closure,
+//!   and a cancelled task never keeps it.
 //! - T4: `Header::position` and a periodic task's `rescheduled` cell are read and written
 //!   only under the lock of the task's home shard (`Header::home`, `queue/sharded.rs`);
 //!   their types (`queue::Position`, `queue::LockedCell`) make that a fact: only the
@@ -39,18 +48,20 @@
 //! `position` and `rescheduled` are ordered by the home shard's lock (T4).
 //!
 //! # Memory
-//! A one-shot is one `Arc` block: the two reference counts, this header and the
-//! completion (`docs/DESIGN.md`, "Memory", has the sizes `size_of` gives and the malloc
-//! chunk they take; `tests/memory.rs` measures them). The header holds only what every
-//! task needs; what only periodic tasks need (`rescheduled`)
-//! lives in [`PeriodicTask`], and a task's number for logs fits in the bytes the
+//! A pending one-shot with a closure and output of at most 8 bytes each is a 40-byte
+//! block, a 48-byte malloc chunk: the 32-byte header and the 8-byte slot
+//! (`docs/DESIGN.md`, "Memory"; a unit test in `raw.rs` pins the sizes). The header holds
+//! only what every task needs; what only periodic tasks need (`rescheduled`, the stage's
+//! mutex) lives in [`PeriodicTask`], and a task's number for logs fits in the bytes the
 //! header's alignment would otherwise leave as padding.
 
 mod completion;
 mod once;
 mod periodic;
+mod raw;
 pub(crate) mod sleepers;
 pub(crate) mod state;
+mod waiting;
 
 use crate::sync::{Arc, Ordering};
 use std::fmt;
@@ -66,6 +77,7 @@ use crate::sync::{AtomicU64, AtomicU8};
 pub(crate) use completion::{Completion, Outcome};
 pub(crate) use once::OnceTask;
 pub(crate) use periodic::PeriodicTask;
+pub(crate) use raw::{Task, TaskRef, TypedTask};
 use state::{Start, State, TaskState};
 
 /// The part of a task every holder can see, whatever its output type.
@@ -91,6 +103,10 @@ pub(crate) struct Header {
     deadline: AtomicU64,
     /// The task's place in the queue while it is queued (T4).
     pub(crate) position: Position,
+    /// The number of [`TaskRef`]s to the task (R3, `raw.rs`).
+    refs: std::sync::atomic::AtomicU32,
+    /// The task's type as its [`TaskRef`]s see it (R2, `raw.rs`).
+    vtable: &'static raw::VTable,
 }
 
 /// "Not queued yet" in `Header::home`'s low bits (shards number at most
@@ -135,6 +151,21 @@ fn next_id() -> u64 {
 pub(crate) const NO_DEADLINE: u64 = u64::MAX;
 
 impl Header {
+    /// A one-shot's header: SCHEDULED, with its closure in its slot (`raw.rs`, R4).
+    #[inline]
+    pub(crate) fn new_once(deadline: Ticks) -> Self {
+        Header {
+            state: TaskState::new_once(),
+            ..Header::new(false, deadline)
+        }
+    }
+
+    /// The task's address: its key in the waiter table (`waiting.rs`).
+    #[inline]
+    pub(crate) fn key(&self) -> usize {
+        self as *const Header as usize
+    }
+
     #[inline]
     pub(crate) fn new(periodic: bool, deadline: Ticks) -> Self {
         let id = next_id();
@@ -149,6 +180,8 @@ impl Header {
             id_lo: id as u32,
             deadline: AtomicU64::new(deadline),
             position: Position::new(),
+            refs: std::sync::atomic::AtomicU32::new(1),
+            vtable: &raw::UNBOXED,
         }
     }
 
@@ -275,7 +308,7 @@ pub(crate) struct RunEnv<'a> {
     pub(crate) counters: Option<&'a Counters>,
     /// The task as the queue holds it (for a task context's cancel handle); `None` in
     /// unit tests that run a bare task.
-    pub(crate) job: Option<&'a Arc<dyn Job>>,
+    pub(crate) job: Option<&'a TaskRef>,
     /// The pool that runs it, as far as a run may see it ([`Host`]: the task context,
     /// `context.rs`, and the exclusive runs, `cluster/run.rs`, use it).
     pub(crate) pool: Option<&'a dyn Host>,
@@ -295,7 +328,7 @@ pub(crate) trait Host: Send + Sync {
     /// The runs asleep in `TaskContext::sleep` (S1, `sleepers.rs`).
     fn sleepers(&self) -> &sleepers::Sleepers;
     /// A handle that cancels, interrupts or reschedules `job` through this pool.
-    fn cancel_handle(&self, job: &Arc<dyn Job>) -> crate::CancelHandle;
+    fn cancel_handle(&self, job: &TaskRef) -> crate::CancelHandle;
 }
 
 /// What a task's closure is called with: the environment, and this run's facts.
@@ -489,7 +522,8 @@ pub(crate) trait Job: Send + Sync {
 
 /// A task whose output type is known: what a `ScheduledFuture<T>` holds.
 pub(crate) trait TypedJob<T>: Job {
-    /// Where the outcome is delivered (`completion.rs`).
+    /// Where the outcome is delivered (a one-shot itself, `once.rs`; a periodic task's
+    /// `Completion`).
     fn outcome(&self) -> &dyn Outcome<T>;
 }
 
@@ -548,12 +582,6 @@ pub(crate) fn drop_quietly<V>(value: V) {
 mod header_tests {
     use super::*;
     use std::collections::HashSet;
-
-    #[test]
-    fn the_header_keeps_its_24_bytes() {
-        // `docs/DESIGN.md`, "Memory": the id lives in what was the header's padding.
-        assert_eq!(std::mem::size_of::<Header>(), 24);
-    }
 
     #[test]
     fn ids_are_unique_across_threads_and_blocks() {

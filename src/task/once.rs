@@ -5,21 +5,29 @@
 //! CANCELLED, `state.rs`): its future says `Cancelled` at once, and the run's output is
 //! dropped when it ends (`run` below). T1–T3 are stated in `task/mod.rs`.
 
-use super::state::{End, Exchange, Start};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use super::raw::{OnceCore, Started};
 use super::{
-    count_run, drop_quietly, Completion, Header, Job, Label, OnceBody, Outcome, RunCx, RunEnv,
-    RunReport, TypedJob,
+    count_run, drop_quietly, waiting, Header, Job, Label, OnceBody, Outcome, RunCx, RunEnv,
+    RunReport, Task, TypedJob,
 };
 use crate::clock::Ticks;
 use crate::error::{run_caught, TaskError};
 use crate::periodic::Schedule;
+use crate::sync::park_until;
 
 /// A one-shot task (Java: `ScheduledFutureTask` with `period == 0`); `N`: its name, `()`
-/// (zero-sized) for an unnamed one.
+/// (zero-sized) for an unnamed one. `repr(C)`, core (and so header) first: a [`TaskRef`]
+/// points at it (R1, `raw.rs`).
+///
+/// [`TaskRef`]: super::TaskRef
+#[repr(C)]
 pub(crate) struct OnceTask<F, T, N = ()> {
-    header: Header,
-    /// The closure while SCHEDULED (T3), then the outcome.
-    done: Completion<F, T>,
+    /// The header and the slot that holds the closure while SCHEDULED, then the outcome
+    /// (T3, R4).
+    core: OnceCore<F, T>,
     name: N,
 }
 
@@ -41,56 +49,55 @@ where
 {
     pub(crate) fn named(deadline: Ticks, f: F, name: N) -> Self {
         OnceTask {
-            header: Header::new(false, deadline),
-            done: Completion::new(f),
+            core: OnceCore::new(deadline, f),
             name,
         }
     }
 
-    /// The run after a successful `start`.
-    fn run_started(&self, env: &RunEnv<'_>) -> RunReport {
-        let Some(f) = self.done.take_body() else {
-            // T3: an interrupt came between the start and this take, and its author took
-            // the closure: no run.
+    /// Wakes whoever waits for the task (W1, `waiting.rs`): called by the author of its
+    /// terminal transition.
+    #[inline]
+    fn wake_waiters(&self) {
+        let header = self.core.header();
+        if header.edges().is_waited() {
+            waiting::wake_all(header.key());
+        }
+    }
+
+    /// The run after a successful start, with the closure it took.
+    fn run_started(&self, env: &RunEnv<'_>, f: F, run: Started<'_, F, T>) -> RunReport {
+        let header = self.core.header();
+        if header.state() == super::state::State::Cancelled {
+            // An interrupt came between the start and here, and completed the future: no
+            // run (T3: this thread owns the closure and drops it).
+            drop_quietly(f);
             return RunReport::NOT_RUN;
-        };
+        }
         let cx = RunCx {
             env,
-            header: &self.header,
-            deadline: self.header.deadline(),
+            header,
+            deadline: header.deadline(),
             runs: 1,
             task_name: self.name.get(),
             lease: None,
         };
         let outcome = run_caught(|| f.call(&cx));
         count_run(env.counters, outcome.is_err());
+        let (stored, panic) = match outcome {
+            Ok(value) => (Ok(value), None),
+            Err((payload, msg)) => (Err(payload), Some(msg)),
+        };
         // T2: the exchange fails only if an interrupt cancelled the run meanwhile; the
         // interrupter completed the future, and the outcome is dropped here.
-        match outcome {
-            Ok(value) => {
-                match self.header.edges().finish(End::Done) {
-                    Exchange::Won => self.done.complete(Ok(value)),
-                    Exchange::Lost => drop_quietly(value),
-                }
-                RunReport {
-                    ran: true,
-                    skipped: false,
-                    panic: None,
-                    next: None,
-                }
-            }
-            Err((payload, msg)) => {
-                match self.header.edges().finish(End::Panicked) {
-                    Exchange::Won => self.done.complete(Err(TaskError::Panicked(payload))),
-                    Exchange::Lost => drop_quietly(payload),
-                }
-                RunReport {
-                    ran: true,
-                    skipped: false,
-                    panic: Some(msg),
-                    next: None,
-                }
-            }
+        match self.core.finish(run, stored) {
+            Ok(()) => self.wake_waiters(),
+            Err(lost) => drop_quietly(lost),
+        }
+        RunReport {
+            ran: true,
+            skipped: false,
+            panic,
+            next: None,
         }
     }
 }
@@ -102,7 +109,7 @@ where
     N: Label,
 {
     fn header(&self) -> &Header {
-        &self.header
+        self.core.header()
     }
 
     fn name(&self) -> Option<&str> {
@@ -115,9 +122,9 @@ where
     }
 
     fn run(&self, env: &RunEnv<'_>) -> RunReport {
-        match self.header.start() {
-            Start::Run => self.run_started(env),
-            Start::NotScheduled => RunReport::NOT_RUN,
+        match self.core.start() {
+            Some((f, run)) => self.run_started(env, f, run),
+            None => RunReport::NOT_RUN,
         }
     }
 
@@ -126,7 +133,21 @@ where
     }
 
     fn finish_cancelled(&self) {
-        drop_quietly(self.done.cancel()); // T3: dropped outside the stage's lock
+        if let Some(f) = self.core.take_cancelled_closure() {
+            drop_quietly(f); // T3: the canceller drops it, outside any lock
+        }
+        self.wake_waiters();
+    }
+}
+
+impl<F, T, N> Task for OnceTask<F, T, N>
+where
+    F: OnceBody<T>,
+    T: Send + 'static,
+    N: Label,
+{
+    fn header_mut(&mut self) -> &mut Header {
+        self.core.header_mut()
     }
 }
 
@@ -137,14 +158,69 @@ where
     N: Label,
 {
     fn outcome(&self) -> &dyn Outcome<T> {
-        &self.done
+        self
+    }
+}
+
+impl<F, T, N> Outcome<T> for OnceTask<F, T, N>
+where
+    F: OnceBody<T>,
+    T: Send + 'static,
+    N: Label,
+{
+    fn wait(&self, until: Option<Instant>) -> bool {
+        let header = self.core.header();
+        if header.state().is_terminal() {
+            return true;
+        }
+        // W1: registered only while the task is not terminal.
+        let Some(me) = waiting::register_thread(header.key(), header.edges()) else {
+            return true;
+        };
+        loop {
+            if header.state().is_terminal() {
+                return true;
+            }
+            if park_until(until) {
+                waiting::leave(header.key(), &me); // W2
+                return header.state().is_terminal();
+            }
+        }
+    }
+
+    fn wait_take(&self) -> Result<T, TaskError> {
+        if let Some(outcome) = self.core.take_outcome() {
+            return outcome;
+        }
+        self.wait(None);
+        self.core
+            .take_outcome()
+            .expect("terminal after an untimed wait")
+    }
+
+    fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
+        let header = self.core.header();
+        loop {
+            if let Some(outcome) = self.core.take_outcome() {
+                return Poll::Ready(outcome);
+            }
+            // W1: registered only while not terminal; else the outcome is there now.
+            if waiting::register_waker(header.key(), header.edges(), cx.waker()) {
+                return Poll::Pending;
+            }
+        }
+    }
+
+    #[cfg(test)]
+    fn is_ready(&self) -> bool {
+        self.core.header().state().is_terminal()
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::task::state::{Start, State};
+    use crate::task::state::State;
     use crate::task::testing::{clock, env, DropCount};
     use crate::task::Plain;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -155,14 +231,23 @@ mod tests {
         let t = OnceTask::new(0, Plain(|| 5));
         let report = t.run(&env(&clock(), 0));
         assert!(report.ran && report.next.is_none() && report.panic.is_none());
-        assert_eq!(t.header.state(), State::Done);
-        assert!(t.done.wait(None));
-        assert_eq!(t.done.wait_take().unwrap(), 5);
+        assert_eq!(t.header().state(), State::Done);
+        assert!(t.wait(None));
+        assert_eq!(t.wait_take().unwrap(), 5);
         assert!(!t.run(&env(&clock(), 0)).ran, "T1: no second run");
         assert!(
-            !t.header.cancel(),
+            !t.header().cancel(),
             "a finished one-shot cannot be cancelled"
         );
+    }
+
+    #[test]
+    #[should_panic(expected = "taken twice")]
+    fn an_outcome_is_taken_once() {
+        let t = OnceTask::new(0, Plain(|| 5));
+        assert!(t.run(&env(&clock(), 0)).ran);
+        assert_eq!(t.wait_take().unwrap(), 5);
+        let _ = t.wait_take();
     }
 
     #[test]
@@ -170,11 +255,8 @@ mod tests {
         let t = OnceTask::new(0, Plain(|| -> u8 { panic!("boom") }));
         let report = t.run(&env(&clock(), 0));
         assert_eq!(report.panic.as_deref(), Some("boom"));
-        assert_eq!(t.header.state(), State::Panicked);
-        assert_eq!(
-            t.done.wait_take().unwrap_err().panic_message(),
-            Some("boom")
-        );
+        assert_eq!(t.header().state(), State::Panicked);
+        assert_eq!(t.wait_take().unwrap_err().panic_message(), Some("boom"));
     }
 
     #[test]
@@ -182,30 +264,33 @@ mod tests {
         let drops = StdArc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
         let t = OnceTask::new(0, Plain(move || drop(guard)));
-        assert!(t.header.cancel());
-        assert!(!t.header.cancel(), "T2: only one cancel wins");
+        assert!(t.header().cancel());
+        assert!(!t.header().cancel(), "T2: only one cancel wins");
         t.finish_cancelled();
         assert_eq!(
             drops.load(Ordering::SeqCst),
             1,
             "T3: dropped at cancel time"
         );
+        t.finish_cancelled();
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "R4: dropped once");
         assert!(!t.run(&env(&clock(), 0)).ran);
-        assert!(t.done.wait_take().unwrap_err().is_cancelled());
+        assert!(t.wait_take().unwrap_err().is_cancelled());
     }
 
     #[test]
     fn a_started_one_shot_cannot_be_cancelled() {
         let t = OnceTask::new(0, Plain(|| 1));
-        assert_eq!(t.header.start(), Start::Run);
-        assert!(!t.header.cancel());
-        let report = t.run_started(&env(&clock(), 0));
+        let (f, run) = t.core.start().expect("scheduled");
+        assert!(!t.header().cancel());
+        assert!(t.core.take_cancelled_closure().is_none(), "not cancelled");
+        let report = t.run_started(&env(&clock(), 0), f, run);
         assert!(report.ran);
-        assert_eq!(t.done.wait_take().unwrap(), 1);
+        assert_eq!(t.wait_take().unwrap(), 1);
     }
 
     #[test]
-    fn an_interrupt_between_start_and_run_takes_the_closure_and_prevents_the_run() {
+    fn an_interrupt_between_start_and_run_prevents_the_run() {
         let drops = StdArc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
         let ran = StdArc::new(AtomicUsize::new(0));
@@ -217,22 +302,105 @@ mod tests {
                 r.fetch_add(1, Ordering::SeqCst);
             }),
         );
-        assert_eq!(t.header.start(), Start::Run);
+        let (f, run) = t.core.start().expect("scheduled");
         assert!(
-            !t.header.cancel(),
+            !t.header().cancel(),
             "a plain cancel does not stop a started one-shot"
         );
-        assert!(t.header.interrupt(), "an interrupt does");
-        assert!(!t.header.interrupt(), "T2: once");
+        assert!(t.header().interrupt(), "an interrupt does");
+        assert!(!t.header().interrupt(), "T2: once");
         t.finish_cancelled(); // the interrupter's part: the future reports Cancelled now
-        assert!(t.done.wait_take().unwrap_err().is_cancelled());
+        assert!(t.wait_take().unwrap_err().is_cancelled());
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "the runner holds it");
+        assert!(!t.run_started(&env(&clock(), 0), f, run).ran);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "T3: the runner dropped it");
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(t.header().state(), State::Cancelled);
+    }
+
+    #[test]
+    fn an_interrupted_run_drops_its_output_and_the_future_says_cancelled() {
+        let drops = StdArc::new(AtomicUsize::new(0));
+        let out = DropCount(drops.clone());
+        let t = OnceTask::new(0, Plain(move || out));
+        let (f, run) = t.core.start().expect("scheduled");
+        let value = f.call(&RunCx {
+            env: &env(&clock(), 0),
+            header: t.header(),
+            deadline: 0,
+            runs: 1,
+            task_name: None,
+            lease: None,
+        });
+        assert!(t.header().interrupt());
+        let lost = t
+            .core
+            .finish(run, Ok(value))
+            .expect_err("the interrupt won");
+        drop(lost);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        assert!(matches!(t.wait_take(), Err(e) if e.is_cancelled()));
+    }
+
+    #[test]
+    fn a_task_dropped_unrun_or_untaken_drops_what_its_slot_holds() {
+        let drops = StdArc::new(AtomicUsize::new(0));
+        let guard = DropCount(drops.clone());
+        drop(OnceTask::new(0, Plain(move || drop(guard))));
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "the closure");
+        let out = DropCount(drops.clone());
+        let t = OnceTask::new(0, Plain(move || out));
+        assert!(t.run(&env(&clock(), 0)).ran);
         assert_eq!(
             drops.load(Ordering::SeqCst),
             1,
-            "T3: the closure went with the stage"
+            "the output waits to be taken"
         );
-        assert!(!t.run_started(&env(&clock(), 0)).ran);
-        assert_eq!(ran.load(Ordering::SeqCst), 0);
-        assert_eq!(t.header.state(), State::Cancelled);
+        drop(t);
+        assert_eq!(drops.load(Ordering::SeqCst), 2, "the output");
+        let t = OnceTask::new(0, Plain(|| -> u8 { panic!("boom") }));
+        assert!(t.run(&env(&clock(), 0)).ran);
+        drop(t); // the payload: memcheck sees a leak if it stays
+    }
+
+    #[test]
+    fn waiters_are_woken_by_the_run_and_a_timed_out_one_leaves_the_table() {
+        let t = StdArc::new(OnceTask::new(0, Plain(|| 9)));
+        for _ in 0..3 {
+            assert!(!t.wait(Some(Instant::now() + std::time::Duration::from_millis(1))));
+        }
+        assert_eq!(waiting::count(t.header().key()), 0, "W2");
+        let waiters: Vec<_> = (0..4)
+            .map(|_| {
+                let t = t.clone();
+                std::thread::spawn(move || t.wait(None))
+            })
+            .collect();
+        while waiting::count(t.header().key()) < 4 {
+            std::thread::yield_now();
+        }
+        assert!(t.run(&env(&clock(), 0)).ran);
+        for w in waiters {
+            assert!(w.join().unwrap());
+        }
+        assert_eq!(
+            waiting::count(t.header().key()),
+            0,
+            "W1: taken by the waker"
+        );
+        assert_eq!(t.wait_take().unwrap(), 9);
+    }
+
+    #[test]
+    fn a_task_freed_unended_takes_its_wakers_out_of_the_table() {
+        let t = Box::new(OnceTask::new(0, Plain(|| 1)));
+        let key = t.header().key();
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert!(t.poll(&mut cx).is_pending());
+        assert!(t.poll(&mut cx).is_pending());
+        assert_eq!(waiting::count(key), 1, "one waker per task");
+        drop(t);
+        assert_eq!(waiting::count(key), 0, "W2");
     }
 }

@@ -44,6 +44,8 @@ enum AfterRun {
 }
 
 /// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
+/// `repr(C)`, header first: a [`TaskRef`](super::TaskRef) points at it (R1, `raw.rs`).
+#[repr(C)]
 pub(crate) struct PeriodicTask<F: PeriodicBody> {
     header: Header,
     /// `Periodic::name`, for logs and snapshots.
@@ -286,6 +288,12 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             }
         }
         report
+    }
+}
+
+impl<F: PeriodicBody> super::Task for PeriodicTask<F> {
+    fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
     }
 }
 

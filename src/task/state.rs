@@ -34,12 +34,32 @@
 //! [`cancel`]: TaskState::cancel
 //! [`interrupt`]: TaskState::interrupt
 //!
+//! # Flags (one-shots' slot, and waiters)
+//! Beside the state, the word holds three flags:
+//! - [`CLOSURE`]: a one-shot's closure is in its slot (`raw.rs`). Set at construction
+//!   ([`TaskState::new_once`]); cleared by the one [`start_once`](TaskState::start_once)
+//!   that wins SCHEDULED -> RUNNING (the runner owns the closure), or, once the task is
+//!   CANCELLED, by the one [`take_closure`](TaskState::take_closure) that clears it (the
+//!   canceller drops it).
+//! - [`OUTPUT`]: a one-shot's outcome (output or panic payload) is in its slot. Set by
+//!   the runner's [`finish_with_output`](TaskState::finish_with_output) (RUNNING -> DONE
+//!   or PANICKED), after it wrote the slot; cleared by the one
+//!   [`take_output`](TaskState::take_output) that takes the outcome.
+//! - [`WAITING`]: someone registered in the waiter table (`waiting.rs`) while the task
+//!   was not terminal ([`wait_on`](TaskState::wait_on)); whoever makes the terminal
+//!   transition then wakes the task's waiters.
+//!
+//! So the word says at every moment what the slot holds, and each flag is cleared by
+//! exactly one RMW: that is what makes the slot's accesses exclusive (R4, `raw.rs`).
+//! Every edge keeps the flags it does not name.
+//!
 //! # Ordering
 //! Every transition is an `AcqRel` compare-exchange and every read an `Acquire` load. A
 //! canceller that wins sees everything the scheduler wrote before queueing; a runner that
 //! starts sees the same; whoever reads a terminal state sees the writes of the thread
 //! that stored it, in particular the effects of the run before DONE or PANICKED (the
-//! outcome itself travels through the `Completion` mutex, which orders it on its own).
+//! outcome itself: a one-shot's is ordered by its `OUTPUT` flag, below; a periodic task's
+//! travels through the `Completion` mutex, which orders it on its own).
 //! There are no plain stores: every change of state is one of the exchanges below, all
 //! through `TaskState::exchange` or `cancel`'s loop.
 
@@ -47,7 +67,16 @@ use crate::sync::Ordering;
 
 use crate::sync::AtomicU8;
 
-/// A task's state (the module diagram). The word holds nothing else.
+/// The word's bits that hold the [`State`].
+const STATE: u8 = 0x07;
+/// The closure is in a one-shot's slot (module notes, "Flags").
+pub(crate) const CLOSURE: u8 = 0x08;
+/// The outcome is in a one-shot's slot (module notes, "Flags").
+pub(crate) const OUTPUT: u8 = 0x10;
+/// Someone waits in the waiter table (module notes, "Flags").
+pub(crate) const WAITING: u8 = 0x20;
+
+/// A task's state (the module diagram); the word also holds the flags above.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum State {
@@ -62,7 +91,7 @@ impl State {
     /// The state a word holds; only the transitions below write it, with these values.
     #[inline]
     fn from_word(w: u8) -> State {
-        match w {
+        match w & STATE {
             0 => State::Scheduled,
             1 => State::Running,
             2 => State::Done,
@@ -138,10 +167,106 @@ impl TaskState {
         TaskState(AtomicU8::new(State::Scheduled as u8))
     }
 
+    /// A one-shot's word: SCHEDULED, with its closure in the slot.
+    pub(crate) fn new_once() -> Self {
+        TaskState(AtomicU8::new(State::Scheduled as u8 | CLOSURE))
+    }
+
     /// The current state. Acquire: pairs with the AcqRel exchange that stored it.
     #[inline]
     pub(crate) fn load(&self) -> State {
         State::from_word(self.0.load(Ordering::Acquire))
+    }
+
+    /// The whole word, flags included (for a task's `Drop`, which owns the task: the last
+    /// reference's fence orders every earlier change before it).
+    #[inline]
+    pub(crate) fn word(&self) -> u8 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// A one-shot's SCHEDULED -> RUNNING (T1), which also clears [`CLOSURE`]: `Run` means
+    /// the caller owns the closure in the slot (it was there: the expected word has the
+    /// flag).
+    #[inline]
+    pub(crate) fn start_once(&self) -> Start {
+        let from = State::Scheduled as u8 | CLOSURE;
+        match self.exchange_word(from, CLOSURE | STATE, State::Running as u8) {
+            Exchange::Won => Start::Run,
+            Exchange::Lost => Start::NotScheduled,
+        }
+    }
+
+    /// A one-shot runner's RUNNING -> DONE or PANICKED, with [`OUTPUT`] set: the caller
+    /// wrote the outcome into the slot before this call. `Lost`: an interrupt came first
+    /// (the task is CANCELLED and nobody reads the slot), so the caller takes it back.
+    #[inline]
+    pub(crate) fn finish_with_output(&self, end: End) -> Exchange {
+        debug_assert!(end != End::Cancelled, "a cancelled run has no outcome");
+        self.exchange_word(State::Running as u8, STATE, end.state() as u8 | OUTPUT)
+    }
+
+    /// Clears [`CLOSURE`] of a CANCELLED task; `true` if this call did (the caller now
+    /// owns the closure in the slot). AcqRel: the read-modify-write that decides who owns
+    /// it; Acquire sees the slot as construction wrote it.
+    #[inline]
+    pub(crate) fn take_closure(&self) -> bool {
+        let mut cur = self.0.load(Ordering::Acquire);
+        loop {
+            if State::from_word(cur) != State::Cancelled || cur & CLOSURE == 0 {
+                return false;
+            }
+            match self.0.compare_exchange_weak(
+                cur,
+                cur & !CLOSURE,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Clears [`OUTPUT`]; `true` if this call did (the caller now owns the outcome in the
+    /// slot). AcqRel: Acquire pairs with the runner's Release in `finish_with_output`, so
+    /// the outcome it wrote is visible.
+    #[inline]
+    pub(crate) fn take_output(&self) -> bool {
+        self.0.fetch_and(!OUTPUT, Ordering::AcqRel) & OUTPUT != 0
+    }
+
+    /// Sets [`WAITING`] if the task is not terminal; `false` if it is (nothing to wait
+    /// for). AcqRel: a terminal transition after this one sees the flag (it is in the
+    /// word it replaces).
+    #[inline]
+    pub(crate) fn wait_on(&self) -> bool {
+        let mut cur = self.0.load(Ordering::Acquire);
+        loop {
+            if State::from_word(cur).is_terminal() {
+                return false;
+            }
+            if cur & WAITING != 0 {
+                return true;
+            }
+            match self.0.compare_exchange_weak(
+                cur,
+                cur | WAITING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// `true` if someone registered as a waiter ([`WAITING`]). Read by the author of a
+    /// terminal transition after it: every registration came before that transition in
+    /// the word's order, so this load sees it.
+    #[inline]
+    pub(crate) fn is_waited(&self) -> bool {
+        self.0.load(Ordering::Acquire) & WAITING != 0
     }
 
     /// SCHEDULED -> RUNNING (T1).
@@ -177,21 +302,26 @@ impl TaskState {
     /// made the transition (T2: the caller must then run `Job::finish_cancelled`).
     #[must_use]
     pub(crate) fn cancel(&self, periodic: bool) -> bool {
-        let mut cur = self.load();
+        let mut word = self.0.load(Ordering::Acquire);
+        let mut cur = State::from_word(word);
         loop {
             let allowed = cur == State::Scheduled || (cur == State::Running && periodic);
             if !allowed {
                 return false;
             }
-            // AcqRel: see the module notes.
+            // AcqRel: see the module notes. The flags are kept (a one-shot's closure
+            // stays in the slot for the canceller's `take_closure`).
             match self.0.compare_exchange_weak(
-                cur as u8,
-                State::Cancelled as u8,
+                word,
+                word & !STATE | State::Cancelled as u8,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
                 Ok(_) => return true,
-                Err(actual) => cur = State::from_word(actual),
+                Err(actual) => {
+                    word = actual;
+                    cur = State::from_word(actual);
+                }
             }
         }
     }
@@ -203,16 +333,34 @@ impl TaskState {
         self.cancel(true)
     }
 
-    /// `from` -> `to`, the one exchange every named edge above goes through.
+    /// `from` -> `to`, flags kept: the exchange the plain edges above go through.
     #[inline]
     fn exchange(&self, from: State, to: State) -> Exchange {
-        // AcqRel: see the module notes.
-        match self
-            .0
-            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => Exchange::Won,
-            Err(_) => Exchange::Lost,
+        self.exchange_word(from as u8, STATE, to as u8)
+    }
+
+    /// The one exchange every named edge goes through: from a word whose bits
+    /// `from` are set and whose state is `from`'s, to that word with the bits `clear`
+    /// cleared and `set` set; every other flag is kept. The first try assumes no other
+    /// flag; a failure whose state and `from` bits still match retries with the word it
+    /// saw.
+    #[inline]
+    fn exchange_word(&self, from: u8, clear: u8, set: u8) -> Exchange {
+        let mut cur = from;
+        loop {
+            // AcqRel: see the module notes.
+            match self.0.compare_exchange(
+                cur,
+                cur & !clear | set,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Exchange::Won,
+                Err(actual) if actual & STATE == from & STATE && actual & from == from => {
+                    cur = actual
+                }
+                Err(_) => return Exchange::Lost,
+            }
         }
     }
 }

@@ -1,0 +1,561 @@
+//! [`TaskRef`]: a counted thin pointer to a task, with a vtable of its own.
+//!
+//! # Why
+//! Two things a pending one-shot paid for in bytes, made here with `unsafe` because no
+//! safe type gives them: a thin counted pointer, and a one-shot's slot without a mutex.
+//!
+//! The queue, the workers and the handles held every task as `Arc<dyn Job>`: a 16-byte
+//! fat pointer in every heap node and lane slot, and 16 bytes of reference counts (strong
+//! and weak, the weak one never used) in front of every task. A `TaskRef` is 8 bytes; the
+//! task's header holds the pointer to its [`VTable`] (8 bytes) and the reference count (4
+//! bytes, in space the header's alignment left free). A pending one-shot's heap node goes
+//! from 32 to 24 bytes and its block from 72 to 64 (`docs/DESIGN.md`, "Memory";
+//! `docs/BENCHMARKS.md`, "The thin task"). This is tokio's `RawTask` shape
+//! (`runtime/task/raw.rs`), without its state-word tricks: the task's state machine stays
+//! where it was (`state.rs`), and the count only decides when the task is freed.
+//!
+//! A one-shot's closure, output and panic payload share one slot ([`OnceCore`], tokio's
+//! `Stage`), guarded by flags in the task's state word instead of a mutex, and its
+//! waiters wait in a table outside the task (`waiting.rs`): the completion's 32 bytes (a
+//! mutex, the stage's tag, a pointer for waiters) become the slot's 8 for a small closure
+//! and output. With both, a pending one-shot's block is 40 bytes, a 48-byte malloc chunk.
+//!
+//! # Invariants (every function here relies on them)
+//! - R1: a `TaskRef` points at the [`Header`] of a live task that was boxed by
+//!   [`TaskRef::new`], as a `J: Task`, at the start of that box (checked there: a task
+//!   type keeps its header as its first field, `#[repr(C)]`).
+//! - R2: the header's `vtable` is `vtable::<J>()` for that same `J`: [`TaskRef::new`]
+//!   writes it, through `&mut`, before the task is shared, and nothing writes it again.
+//! - R3: the header's count is the number of live `TaskRef`s to the task (at least 1
+//!   while any exists); the one that takes it to 0 frees the box, once.
+//!
+//! - R4 (a one-shot's slot, [`OnceCore`]): the slot holds what the task's state word says
+//!   (`state.rs`, "Flags"): the closure while `CLOSURE` is set, the output (DONE) or the
+//!   panic payload (PANICKED) while `OUTPUT` is set, nothing otherwise. Each flag is
+//!   cleared by exactly one read-modify-write, and only its author then touches the value
+//!   (moves it out). The slot is written only by the runner, after the `start_once` that
+//!   cleared `CLOSURE` and before the `finish_with_output` that sets `OUTPUT`; between the
+//!   two no flag is set, so no one else reads it. A runner whose finish loses (an
+//!   interrupt made the task CANCELLED) takes its outcome back: still no flag is set.
+//!
+//! # Ordering
+//! As `std::sync::Arc`: an increment is `Relaxed` (a new reference is made from an
+//! existing one, which already keeps the task alive); a decrement is `Release`, and the
+//! last one is followed by an `Acquire` fence, so every use of the task through any
+//! reference happens-before its drop. The count is `std`'s atomic in every build, as
+//! `Arc` is (`sync.rs`): the models check the protocols, not reference counts.
+
+#![allow(unsafe_code)]
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+
+use super::state::{End, Exchange, Start, State, CLOSURE, OUTPUT, WAITING};
+use super::{drop_quietly, waiting, Header, Job, Outcome, TypedJob};
+use crate::clock::Ticks;
+use crate::error::{PanicPayload, TaskError};
+use crate::sync::UnsafeCell;
+
+/// What a [`TaskRef`] needs to know of its task's type (R2).
+pub(crate) struct VTable {
+    /// The task as the trait object the pool calls.
+    job: unsafe fn(NonNull<Header>) -> NonNull<dyn Job>,
+    /// Drops the task and frees its box.
+    dealloc: unsafe fn(NonNull<Header>),
+}
+
+/// The vtable of a task of type `J`.
+fn vtable<J: Task>() -> &'static VTable {
+    &VTable {
+        job: job::<J>,
+        dealloc: dealloc::<J>,
+    }
+}
+
+/// The vtable of a task that was never boxed (a unit test's bare task): no `TaskRef`
+/// points at such a task, so its entries are never called.
+pub(super) static UNBOXED: VTable = VTable {
+    job: unboxed_job,
+    dealloc: unboxed_dealloc,
+};
+
+/// # Safety
+/// Never called (see [`UNBOXED`]).
+unsafe fn unboxed_job(_: NonNull<Header>) -> NonNull<dyn Job> {
+    unreachable!("a bare task has no TaskRef")
+}
+
+/// # Safety
+/// Never called (see [`UNBOXED`]).
+unsafe fn unboxed_dealloc(_: NonNull<Header>) {
+    unreachable!("a bare task has no TaskRef")
+}
+
+/// # Safety
+/// `ptr` points at the header of a live task boxed as a `J` (R1).
+unsafe fn job<J: Task>(ptr: NonNull<Header>) -> NonNull<dyn Job> {
+    // R1: the header is at the start of the `J` box, so the cast names the whole task.
+    let task: NonNull<J> = ptr.cast();
+    task
+}
+
+/// # Safety
+/// - `ptr` points at the header of a task boxed as a `J` (R1);
+/// - no reference to it is left (R3: the caller took the count to 0).
+unsafe fn dealloc<J: Task>(ptr: NonNull<Header>) {
+    // SAFETY:
+    // * the box was made by `Box::new` as a `J` (R1), and is freed once (R3).
+    drop(unsafe { Box::from_raw(ptr.cast::<J>().as_ptr()) });
+}
+
+/// A task type a [`TaskRef`] can hold: its [`Header`] is its first field under
+/// `#[repr(C)]` (R1; `TaskRef::new` checks it), and it hands out that header mutably
+/// before it is shared (R2).
+pub(crate) trait Task: Job + Sized + 'static {
+    fn header_mut(&mut self) -> &mut Header;
+}
+
+/// A counted thin pointer to a task: what the queue, the workers and the handles hold
+/// (see the module notes). `Deref` gives the task as a [`Job`].
+pub(crate) struct TaskRef {
+    ptr: NonNull<Header>,
+}
+
+// SAFETY:
+// * a task is `Send + Sync` (`Job`'s bounds), and a `TaskRef` only shares it (as `Arc`).
+unsafe impl Send for TaskRef {}
+// SAFETY:
+// * as for `Send`: `&TaskRef` gives only `&dyn Job`, which is `Sync`.
+unsafe impl Sync for TaskRef {}
+
+/// The most references a task may have; one more aborts (as `Arc` does past
+/// `isize::MAX`), since a wrapped count would free a task still in use.
+const MAX_REFS: u32 = u32::MAX / 2;
+
+impl TaskRef {
+    /// Boxes `task` and returns its first reference.
+    pub(crate) fn new<J: Task>(mut task: J) -> TaskRef {
+        task.header_mut().vtable = vtable::<J>(); // R2, before it is shared
+        task.header_mut().refs = AtomicU32::new(1); // R3
+        let boxed = Box::new(task);
+        // R1: the header must sit at the start of the box for the casts in `job` and
+        // `dealloc`. A task type's layout fixes it; this keeps a wrong one from compiling
+        // into undefined behaviour.
+        assert!(
+            std::ptr::eq(
+                boxed.header() as *const Header as *const u8,
+                &*boxed as *const J as *const u8
+            ),
+            "a task type keeps its header first"
+        );
+        TaskRef {
+            ptr: NonNull::from(Box::leak(boxed)).cast(),
+        }
+    }
+
+    /// Boxes `task` and returns a reference that also knows its output type.
+    pub(crate) fn new_typed<T: 'static, J: Task + TypedJob<T>>(task: J) -> TypedTask<T> {
+        TypedTask {
+            task: TaskRef::new(task),
+            outcome: outcome::<T, J>,
+            _output: PhantomData,
+        }
+    }
+
+    /// The task's header, without a call through its vtable.
+    #[inline]
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY:
+        // * R1: `ptr` points at a live task's header while this reference exists (R3).
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// `true` if both name the same task.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn ptr_eq(a: &TaskRef, b: &TaskRef) -> bool {
+        a.ptr == b.ptr
+    }
+}
+
+impl std::ops::Deref for TaskRef {
+    type Target = dyn Job + 'static;
+
+    #[inline]
+    fn deref(&self) -> &(dyn Job + 'static) {
+        let header = self.header();
+        // SAFETY:
+        // * R2: the vtable is the one of the task's own type;
+        // * R1, R3: the task is live while `self` is, and `job` only casts the pointer;
+        // * the result borrows from `self`, so it cannot outlive the reference.
+        unsafe { (header.vtable.job)(self.ptr).as_ref() }
+    }
+}
+
+impl Clone for TaskRef {
+    #[inline]
+    fn clone(&self) -> Self {
+        // Relaxed: the new reference comes from this one, which keeps the task alive
+        // (module notes).
+        let old = self.header().refs.fetch_add(1, Ordering::Relaxed);
+        if old > MAX_REFS {
+            std::process::abort();
+        }
+        TaskRef { ptr: self.ptr }
+    }
+}
+
+impl Drop for TaskRef {
+    #[inline]
+    fn drop(&mut self) {
+        // Release: this reference's uses happen-before the free (module notes).
+        if self.header().refs.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        // Acquire: pairs with every other reference's `Release` decrement.
+        fence(Ordering::Acquire);
+        let dealloc = self.header().vtable.dealloc;
+        // SAFETY:
+        // * R1, R2: `dealloc` is the task's own type's;
+        // * R3: this was the last reference (the count went 1 -> 0 here), so nothing
+        //   uses the task after this call.
+        unsafe { dealloc(self.ptr) }
+    }
+}
+
+impl fmt::Debug for TaskRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.header(), f)
+    }
+}
+
+/// # Safety
+/// `ptr` points at the header of a live task boxed as a `J` (R1).
+unsafe fn outcome<T: 'static, J: Task + TypedJob<T>>(
+    ptr: NonNull<Header>,
+) -> NonNull<dyn Outcome<T>> {
+    // SAFETY:
+    // * R1: the box holds a live `J`; the reference lives only for this expression.
+    let task: &J = unsafe { ptr.cast::<J>().as_ref() };
+    NonNull::from(task.outcome())
+}
+
+/// A [`TaskRef`] that also knows its task's output type: what a `ScheduledFuture<T>`
+/// holds.
+pub(crate) struct TypedTask<T> {
+    task: TaskRef,
+    /// The task's completion, typed; made by [`TaskRef::new_typed`] for the task's own
+    /// type.
+    outcome: unsafe fn(NonNull<Header>) -> NonNull<dyn Outcome<T>>,
+    _output: PhantomData<fn() -> T>,
+}
+
+impl<T> TypedTask<T> {
+    /// The untyped reference (for the queue).
+    #[inline]
+    pub(crate) fn task(&self) -> &TaskRef {
+        &self.task
+    }
+
+    /// Where the task's outcome is delivered.
+    #[inline]
+    pub(crate) fn outcome(&self) -> &dyn Outcome<T> {
+        // SAFETY:
+        // * `outcome` was made for the task's own type (`new_typed`), and the task is live
+        //   while `self.task` is (R3); the result borrows from `self`.
+        unsafe { (self.outcome)(self.task.ptr).as_ref() }
+    }
+}
+
+impl<T> std::ops::Deref for TypedTask<T> {
+    type Target = TaskRef;
+
+    #[inline]
+    fn deref(&self) -> &TaskRef {
+        &self.task
+    }
+}
+
+impl<T> Clone for TypedTask<T> {
+    fn clone(&self) -> Self {
+        TypedTask {
+            task: self.task.clone(),
+            outcome: self.outcome,
+            _output: PhantomData,
+        }
+    }
+}
+
+/// A one-shot's closure, output or panic payload: one slot, which the state word's flags
+/// name (R4).
+union Slot<F, T> {
+    closure: ManuallyDrop<F>,
+    output: ManuallyDrop<T>,
+    panic: ManuallyDrop<PanicPayload>,
+}
+
+/// The part of a one-shot that its state word guards: the header and the slot (R4).
+/// `repr(C)`, header first, so a one-shot that starts with its core starts with its
+/// header (R1).
+#[repr(C)]
+pub(crate) struct OnceCore<F, T> {
+    header: Header,
+    slot: UnsafeCell<Slot<F, T>>,
+}
+
+// SAFETY:
+// * the slot's values move between threads (the submitter's closure runs on a worker,
+//   the worker's output is taken by the future's owner): `F: Send`, `T: Send`;
+// * the header is `Send` and `Sync` on its own.
+unsafe impl<F: Send, T: Send> Send for OnceCore<F, T> {}
+// SAFETY:
+// * shared access reaches the slot only through the methods below, and R4 makes every
+//   access to a value exclusive (one thread owns each value it touches); so `&OnceCore`
+//   shared between threads moves values, never shares them: `F: Send`, `T: Send`.
+unsafe impl<F: Send, T: Send> Sync for OnceCore<F, T> {}
+
+/// Proof that the caller started this one-shot's run ([`OnceCore::start`]): the only way
+/// to store its outcome.
+#[must_use]
+pub(crate) struct Started<'a, F, T>(&'a OnceCore<F, T>);
+
+impl<F, T> OnceCore<F, T> {
+    /// A SCHEDULED one-shot due at `deadline`, with `f` in its slot.
+    pub(crate) fn new(deadline: Ticks, f: F) -> Self {
+        OnceCore {
+            header: Header::new_once(deadline),
+            slot: UnsafeCell::new(Slot {
+                closure: ManuallyDrop::new(f),
+            }),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn header(&self) -> &Header {
+        &self.header
+    }
+
+    #[inline]
+    pub(crate) fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
+
+    /// SCHEDULED -> RUNNING (T1): the closure, and the proof for [`finish`](Self::finish);
+    /// `None` if the task was not SCHEDULED.
+    #[inline]
+    pub(crate) fn start(&self) -> Option<(F, Started<'_, F, T>)> {
+        match self.header.edges().start_once() {
+            Start::Run => {}
+            Start::NotScheduled => return None,
+        }
+        // SAFETY:
+        // * this call's `start_once` cleared `CLOSURE` (R4): the closure was in the slot,
+        //   and this thread alone owns it now;
+        // * it is moved out once; the slot holds nothing until `finish` writes it.
+        let f = self
+            .slot
+            .with_mut(|slot| unsafe { ManuallyDrop::take(&mut (*slot).closure) });
+        Some((f, Started(self)))
+    }
+
+    /// Stores the run's outcome and ends the run: RUNNING -> DONE (`Ok`) or PANICKED. `Err`
+    /// gives the outcome back if an interrupt ended the task first (the caller drops it).
+    #[inline]
+    pub(crate) fn finish(
+        &self,
+        run: Started<'_, F, T>,
+        outcome: Result<T, PanicPayload>,
+    ) -> Result<(), Result<T, PanicPayload>> {
+        assert!(std::ptr::eq(run.0, self), "a run ends on its own task");
+        let end = if outcome.is_ok() {
+            End::Done
+        } else {
+            End::Panicked
+        };
+        // SAFETY:
+        // * `run` proves this thread started the run and has not finished it: no flag is
+        //   set, so no other thread touches the slot (R4), and it holds nothing (the
+        //   closure was moved out by `start`), so nothing is overwritten.
+        self.slot.with_mut(|slot| unsafe {
+            match outcome {
+                Ok(v) => (&raw mut (*slot).output).write(ManuallyDrop::new(v)),
+                Err(p) => (&raw mut (*slot).panic).write(ManuallyDrop::new(p)),
+            }
+        });
+        match self.header.edges().finish_with_output(end) {
+            Exchange::Won => Ok(()),
+            // SAFETY:
+            // * the exchange failed: an interrupt made the task CANCELLED without setting
+            //   `OUTPUT`, so no other thread reads the slot (R4); this thread wrote it
+            //   above and moves it out once.
+            Exchange::Lost => Err(self.slot.with_mut(|slot| unsafe {
+                match end {
+                    End::Done => Ok(ManuallyDrop::take(&mut (*slot).output)),
+                    _ => Err(ManuallyDrop::take(&mut (*slot).panic)),
+                }
+            })),
+        }
+    }
+
+    /// After a cancel or an interrupt that won (T2): the closure, if it is still in the
+    /// slot (a cancel of a SCHEDULED task; an interrupted run holds its own).
+    #[inline]
+    pub(crate) fn take_cancelled_closure(&self) -> Option<F> {
+        if !self.header.edges().take_closure() {
+            return None;
+        }
+        // SAFETY:
+        // * `take_closure` cleared `CLOSURE` of a CANCELLED task in this call (R4): the
+        //   closure is in the slot, this thread alone owns it, and no run can start
+        //   (CANCELLED is terminal).
+        Some(
+            self.slot
+                .with_mut(|slot| unsafe { ManuallyDrop::take(&mut (*slot).closure) }),
+        )
+    }
+
+    /// The outcome, moved out, once the task is terminal; `None` before.
+    ///
+    /// # Panics
+    /// If the outcome of a DONE or PANICKED task was taken before (a future polled after
+    /// it returned `Ready`).
+    pub(crate) fn take_outcome(&self) -> Option<Result<T, TaskError>> {
+        let state = self.header.state();
+        match state {
+            State::Scheduled | State::Running => None,
+            State::Cancelled => Some(Err(TaskError::Cancelled)),
+            State::Done | State::Panicked => {
+                assert!(
+                    self.header.edges().take_output(),
+                    "ScheduledFuture outcome taken twice (polled after Ready?)"
+                );
+                // SAFETY:
+                // * `take_output` cleared `OUTPUT` in this call (R4): the outcome is in
+                //   the slot (the runner wrote it before setting the flag, and the
+                //   flag's Acquire sees that write), and this thread alone moves it out;
+                // * DONE holds the output, PANICKED the payload (`finish`).
+                Some(self.slot.with_mut(|slot| unsafe {
+                    if state == State::Done {
+                        Ok(ManuallyDrop::take(&mut (*slot).output))
+                    } else {
+                        Err(TaskError::Panicked(ManuallyDrop::take(&mut (*slot).panic)))
+                    }
+                }))
+            }
+        }
+    }
+}
+
+impl<F, T> Drop for OnceCore<F, T> {
+    fn drop(&mut self) {
+        let word = self.header.edges().word();
+        let state = self.header.state();
+        if word & CLOSURE != 0 {
+            // SAFETY:
+            // * `&mut self`: no other thread holds the task; `CLOSURE` says the closure
+            //   is in the slot (R4), and it is moved out once, here.
+            let f = self
+                .slot
+                .with_mut(|slot| unsafe { ManuallyDrop::take(&mut (*slot).closure) });
+            drop_quietly(f);
+        }
+        if word & OUTPUT != 0 {
+            // SAFETY:
+            // * `&mut self`, as above; `OUTPUT` says the outcome is in the slot, the
+            //   output for DONE and the payload for PANICKED (R4).
+            self.slot.with_mut(|slot| unsafe {
+                if state == State::Done {
+                    drop_quietly(ManuallyDrop::take(&mut (*slot).output));
+                } else {
+                    drop(ManuallyDrop::take(&mut (*slot).panic));
+                }
+            });
+        }
+        if word & WAITING != 0 && !state.is_terminal() {
+            waiting::forget(self.header.key()); // W2
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::task::testing::DropCount;
+    use crate::task::{OnceTask, Plain};
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    #[test]
+    fn the_last_reference_frees_the_task_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let guard = DropCount(drops.clone());
+        let a = TaskRef::new(OnceTask::new(7, Plain(move || drop(guard))));
+        let b = a.clone();
+        assert!(TaskRef::ptr_eq(&a, &b));
+        assert_eq!(a.header().deadline(), 7);
+        assert_eq!(b.header().deadline(), 7, "Deref and header name one task");
+        drop(a);
+        assert_eq!(drops.load(Ordering::SeqCst), 0, "one reference is left");
+        drop(b);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "freed with the closure");
+    }
+
+    #[test]
+    fn references_from_many_threads_free_the_task_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let guard = DropCount(drops.clone());
+        let t = TaskRef::new(OnceTask::new(0, Plain(move || drop(guard))));
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let mine = t.clone();
+                s.spawn(move || {
+                    for _ in 0..1000 {
+                        drop(mine.clone());
+                    }
+                    drop(mine);
+                });
+            }
+        });
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        drop(t);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_typed_reference_reaches_the_outcome() {
+        let t = TaskRef::new_typed(OnceTask::new(0, Plain(|| 3)));
+        let env_clock = crate::task::testing::clock();
+        let report = t.task().run(&crate::task::testing::env(&env_clock, 0));
+        assert!(report.ran);
+        assert_eq!(t.clone().outcome().wait_take().unwrap(), 3);
+    }
+
+    #[test]
+    fn a_task_ref_is_one_pointer() {
+        assert_eq!(std::mem::size_of::<TaskRef>(), 8);
+        assert_eq!(std::mem::size_of::<Option<TaskRef>>(), 8);
+        // A heap node and a lane slot (`docs/DESIGN.md`, "Memory").
+        type Node = crate::queue::TimedEntry<TaskRef>;
+        assert_eq!(std::mem::size_of::<Node>(), 24);
+        assert_eq!(std::mem::size_of::<Option<Node>>(), 24);
+    }
+
+    #[test]
+    fn a_pending_one_shot_with_a_small_closure_fits_a_48_byte_chunk() {
+        // `docs/DESIGN.md`, "Memory": the 32-byte header and an 8-byte slot, 40 bytes, a
+        // 48-byte malloc chunk (glibc adds 8 bytes and rounds up to 16).
+        fn size_of_task<F: FnOnce() -> T + Send + 'static, T: Send + 'static>(_: &F) -> usize {
+            std::mem::size_of::<OnceTask<Plain<F>, T>>()
+        }
+        assert_eq!(std::mem::size_of::<Header>(), 32);
+        assert_eq!(size_of_task(&|| {}), 40, "no capture, no output");
+        let token = Arc::new(AtomicUsize::new(0));
+        let one_capture = move || {
+            token.fetch_add(1, Ordering::Relaxed);
+        };
+        assert_eq!(size_of_task(&one_capture), 40, "one pointer captured");
+        assert_eq!(size_of_task(&|| 7u64), 40, "an 8-byte output");
+    }
+}
