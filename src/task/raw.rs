@@ -469,7 +469,7 @@ impl<F, T> Drop for OnceCore<F, T> {
                 if state == State::Done {
                     drop_quietly(ManuallyDrop::take(&mut (*slot).output));
                 } else {
-                    drop(ManuallyDrop::take(&mut (*slot).panic));
+                    drop_quietly(ManuallyDrop::take(&mut (*slot).panic));
                 }
             });
         }
