@@ -112,14 +112,14 @@ impl<T> ScheduledFuture<T> {
     pub fn deadline(&self) -> Instant {
         self.shared
             .clock()
-            .instant_of(self.job().header().deadline())
+            .instant_of(self.shared.deadline_of(self.job()))
     }
 
     /// Time left until [`deadline`](Self::deadline); zero when due or past (Java:
     /// `getDelay`).
     pub fn delay(&self) -> Duration {
         let clock = self.shared.clock();
-        clock::since(self.job().header().deadline(), clock.now())
+        clock::since(self.shared.deadline_of(self.job()), clock.now())
     }
 
     /// Blocks until the task is done.
@@ -193,9 +193,12 @@ impl<T: Send> Future for ScheduledFuture<T> {
 
 impl<T> fmt::Debug for ScheduledFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The deadline as a duration on the executor's clock (its ticks).
+        let deadline = Duration::from_nanos(self.shared.deadline_of(self.job()));
         f.debug_struct("ScheduledFuture")
             .field("name", &self.job().name())
             .field("task", self.job().header())
+            .field("deadline", &deadline)
             .finish()
     }
 }

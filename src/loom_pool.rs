@@ -177,3 +177,31 @@ fn loom_sleeper_vs_cancel() {
         sleeper.join().unwrap();
     });
 }
+
+/// T4 with the 16-byte node (`pool/shared.rs`, `Entry`): a queued task's deadline is in
+/// its node and its header holds the FIFO number, until the node leaves and hands the
+/// deadline back, under the home shard's lock. A future's `deadline` racing with the
+/// removal that takes the node (a worker's take, a cancel) reads the deadline, never the
+/// number. Break: dropping `Entry::left`'s hand-back fails it (the header keeps the
+/// number).
+#[test]
+fn loom_deadline_vs_the_node_leaving() {
+    loom::model(|| {
+        let (ex, shared) = pool(Builder::new());
+        let fut = ex.schedule(Duration::from_secs(5), || ()).unwrap();
+        let job = fut.task().task().clone();
+        let deadline = shared.clock().now() + 5_000_000_000;
+        let remover = {
+            let (shared, job) = (shared.clone(), job.clone());
+            thread::spawn(move || {
+                let header = job.header();
+                let mut q = shared.queue.lock(header.home());
+                q.remove_tracked(&header.position).is_some()
+            })
+        };
+        assert_eq!(shared.deadline_of(&*job), deadline);
+        assert!(remover.join().unwrap(), "it was queued");
+        assert_eq!(shared.deadline_of(&*job), deadline, "handed back");
+        assert_eq!(job.header().deadline(), deadline);
+    });
+}

@@ -286,3 +286,64 @@ fn task_effects_are_visible_after_get() {
     assert_eq!(seen, (0..20).collect::<Vec<_>>());
     close(&pool);
 }
+
+/// A queued task's deadline lives in its queue node and its FIFO number in the task
+/// (`pool/shared.rs`, `Entry`); the future reports the deadline in every phase: queued,
+/// re-keyed in the queue, running, done, and handed back by `shutdown_now`. Tasks with
+/// equal deadlines still run in submission order, a rescheduled one behind those already
+/// at its new deadline.
+#[test]
+fn a_future_reports_its_deadline_queued_rescheduled_running_and_done() {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let note = |n: u32| {
+        let order = order.clone();
+        move || order.lock().unwrap().push(n)
+    };
+    let a = pool.schedule(sec(10), note(1)).unwrap();
+    let b = pool.schedule(sec(5), note(2)).unwrap();
+    let _c = pool.schedule(sec(10), note(3)).unwrap();
+    assert_eq!(a.deadline(), t0 + sec(10));
+    assert_eq!(b.deadline(), t0 + sec(5));
+    assert_eq!(b.delay(), sec(5));
+    // `b` joins `a` and `c` at 10 s: it was re-keyed last, so it runs last of the three.
+    assert!(b.reschedule(t0 + sec(10)));
+    assert_eq!(b.deadline(), t0 + sec(10));
+    assert_eq!(
+        a.deadline(),
+        t0 + sec(10),
+        "a neighbour's deadline is untouched"
+    );
+    let (started, on_start) = std::sync::mpsc::channel();
+    let (release, on_release) = std::sync::mpsc::channel::<()>();
+    let d = pool
+        .schedule(sec(20), move || {
+            started.send(()).unwrap();
+            on_release.recv().unwrap();
+        })
+        .unwrap();
+    clock.advance(sec(10));
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(
+        *order.lock().unwrap(),
+        vec![1, 3, 2],
+        "FIFO among equal deadlines"
+    );
+    assert_eq!(a.deadline(), t0 + sec(10), "done: the deadline it ran at");
+    clock.advance(sec(10));
+    on_start.recv_timeout(BOUND).unwrap();
+    assert_eq!(d.deadline(), t0 + sec(20), "running");
+    release.send(()).unwrap();
+    assert!(d.wait_timeout(BOUND));
+    assert_eq!(d.deadline(), t0 + sec(20), "done");
+    let e = pool.schedule(sec(30), || ()).unwrap();
+    let pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].deadline(), t0 + sec(50));
+    assert_eq!(
+        e.deadline(),
+        t0 + sec(50),
+        "out of the queue, in the task again"
+    );
+}

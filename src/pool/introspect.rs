@@ -47,7 +47,7 @@ impl Shared {
         let mut queued: Vec<(Ticks, u64, TaskRef)> = Vec::new();
         self.queue
             .lock_all()
-            .for_each(|e| queued.push((e.deadline, e.seq, e.value.clone())));
+            .for_each(|e| queued.push((e.deadline, e.seq(), e.value.clone())));
         // Outside the shard locks: each task's record takes its stage's lock, and the
         // copies may be the last references (a task's drop runs user code, I4). The
         // order is the queue's: (deadline, seq).

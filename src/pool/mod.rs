@@ -80,6 +80,8 @@ mod introspect;
 mod shared;
 mod worker;
 
+#[cfg(all(test, not(loom)))]
+pub(crate) use shared::Entry;
 pub(crate) use shared::Shared;
 
 use crate::sync::Arc;

@@ -15,7 +15,8 @@ use crate::error::{run_caught, ScheduleError, TaskError};
 use crate::future::CancelHandle;
 use crate::periodic::{Periodic, Schedule};
 use crate::queue::sharded::{AllShards, ShardGuard, ShardedQueue};
-use crate::queue::{Position, TimedEntry, Tracked};
+
+use crate::queue::{Ordered, Position, Timed, Tracked};
 use crate::stats::{self, Counters, Lateness};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::sleepers::Sleepers;
@@ -25,8 +26,39 @@ use crate::task::{
 };
 use crate::throttle::Throttle;
 
-/// A queued task: deadline and sequence inline, the task behind a pointer.
-pub(crate) type Entry = TimedEntry<TaskRef>;
+/// A queued task: 16 bytes, its deadline inline and the task behind a thin pointer. The
+/// FIFO sequence number that breaks a tie between equal deadlines lives in the task while
+/// it is queued (`Header::seq`, written before the push under the home shard's lock), so
+/// a sift reads a task only on a tie; when the node leaves the queue it hands its deadline
+/// back to the task (`Tracked::left`).
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub(crate) deadline: Ticks,
+    pub(crate) value: TaskRef,
+}
+
+impl Entry {
+    /// The FIFO sequence number (T4: under the home shard's lock, while queued).
+    #[inline]
+    pub(crate) fn seq(&self) -> u64 {
+        self.value.header().seq()
+    }
+}
+
+impl Ordered for Entry {
+    #[inline]
+    fn before(&self, other: &Self) -> bool {
+        self.deadline < other.deadline
+            || (self.deadline == other.deadline && self.seq() < other.seq())
+    }
+}
+
+impl Timed for Entry {
+    #[inline]
+    fn deadline(&self) -> Ticks {
+        self.deadline
+    }
+}
 
 /// A task accepted by the pool: what its future holds.
 pub(crate) type Scheduled<T> = (TypedTask<T>, PoolRef);
@@ -37,7 +69,14 @@ impl Tracked for Entry {
     fn position(&self) -> &Position {
         &self.value.header().position
     }
+
+    /// Out of the queue the task keeps its own deadline (`Header::when`).
+    #[inline]
+    fn left(&self) {
+        self.value.header().set_deadline(self.deadline);
+    }
 }
+
 /// Java: `DelayedWorkQueue`, sharded (`queue/sharded.rs`).
 pub(crate) type Queue = ShardedQueue<Entry, Tally>;
 /// One shard of the queue with its lock held.
@@ -447,14 +486,14 @@ impl Shared {
         let due = now.is_some_and(|now| deadline <= now);
         let seq = q.next_seq(now);
         job.header().settle(q.index()); // the task's home shard from now on (T4)
+        job.header().set_seq(seq); // queued from here on: the node holds the deadline
         q.ext().submitted += 1; // counted in the critical section that accepts it
                                 // A copy to take the task back by if the worker cannot be started (E1): only
                                 // when one is to be started, so the common path counts no reference.
         let kept = spawn.is_some().then(|| job.clone());
         q.push_tracked(
-            TimedEntry {
+            Entry {
                 deadline,
-                seq,
                 value: job,
             },
             due,
@@ -480,6 +519,15 @@ impl Shared {
         Ok(())
     }
 
+    /// A task's deadline, wherever it is: in its node while it is queued (read under its
+    /// home shard's lock, T4), in its header otherwise (`Header::when`).
+    pub(crate) fn deadline_of(&self, job: &dyn Job) -> Ticks {
+        let header = job.header();
+        let q = self.queue.lock(header.home());
+        q.get_tracked(&header.position)
+            .map_or_else(|| header.deadline(), |e| e.deadline)
+    }
+
     /// Moves the next run of a task to `at`; see `ScheduledFuture::reschedule`. O(log n).
     pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
         let header = job.header();
@@ -487,11 +535,12 @@ impl Shared {
         match header.state() {
             State::Scheduled if q.contains_tracked(&header.position) => {
                 let seq = q.next_seq(None);
+                // A due head moving away wakes `wait_idle` (sharded.rs).
                 q.update_tracked(&header.position, |e| {
                     e.deadline = at;
-                    e.seq = seq; // FIFO among equal deadlines by the time of the reschedule
+                    // FIFO among equal deadlines by the time of the reschedule.
+                    e.value.header().set_seq(seq);
                 });
-                header.set_deadline(at); // a due head moving away wakes `wait_idle` (sharded.rs)
                 true
             }
             // Out of the queue for a run (or just popped for one): the next run moves.
@@ -618,16 +667,13 @@ impl Shared {
             .map_or(NO_DEADLINE, |c| q.replace(c, NO_DEADLINE));
         let next = match rescheduled {
             NO_DEADLINE => next,
-            at => {
-                header.set_deadline(at);
-                at
-            }
+            at => at,
         };
         let seq = q.next_seq(None);
+        header.set_seq(seq); // queued from here on: the node holds the deadline
         q.push_tracked(
-            TimedEntry {
+            Entry {
                 deadline: next,
-                seq,
                 value: job,
             },
             false,

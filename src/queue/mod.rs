@@ -181,6 +181,12 @@ impl Default for Position {
 /// position exact while the entry is stored (`store.rs`).
 pub(crate) trait Tracked {
     fn position(&self) -> &Position;
+
+    /// The entry has left its store (popped, removed, cleared), under its owner's lock;
+    /// the executor's entries hand their deadline back to their task here
+    /// (`pool/shared.rs`, `Entry`).
+    #[inline]
+    fn left(&self) {}
 }
 
 /// The test entries of the sharded queue's unit tests and loom models.
@@ -197,6 +203,9 @@ impl<E: Tracked> heap::Indexed for E {
         let bits = pos.map_or(Position::NONE, Position::heap);
         // Relaxed: only the store writes it, under its owner's lock (I6).
         self.position().0.store(bits, Ordering::Relaxed);
+        if pos.is_none() {
+            self.left();
+        }
     }
 }
 

@@ -623,6 +623,12 @@ impl<E: Timed + Tracked, X> ShardGuard<'_, E, X> {
         self.store().contains_tracked(position)
     }
 
+    /// The entry that owns `position`, if it is queued in this shard.
+    #[inline]
+    pub(crate) fn get_tracked(&self, position: &Position) -> Option<&E> {
+        self.store().get_tracked(position)
+    }
+
     /// Replaces the value of a [`LockedCell`] guarded by this shard (I6).
     #[inline]
     pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {

@@ -47,6 +47,9 @@ impl<E: Tracked> LaneKeeper<E> for InEntry {
         let bits = ticket.map_or(Position::NONE, Position::lane);
         // Relaxed: under the owner's lock (I6).
         entry.position().0.store(bits, Ordering::Relaxed);
+        if ticket.is_none() {
+            entry.left();
+        }
     }
 }
 
@@ -239,6 +242,16 @@ impl<E: Timed + Tracked> Store<E, InEntry> {
             Place::Nowhere => At::Nowhere,
             Place::HeapAt(pos) if self.heap.get_at(pos).is_some_and(owns) => At::Heap(pos),
             Place::HeapAt(_) => At::Nowhere,
+        }
+    }
+
+    /// The entry that owns `position`, if it is stored here.
+    #[inline]
+    pub(crate) fn get_tracked(&self, position: &Position) -> Option<&E> {
+        match self.find(position) {
+            At::Heap(pos) => self.heap.get_at(pos),
+            At::Lane(ticket) => self.lane.get(ticket),
+            At::Nowhere => None,
         }
     }
 

@@ -33,23 +33,27 @@
 //!   stage's lock, and a periodic canceller takes whatever is in the stage in the
 //!   critical section that stores `Cancelled`. So exactly one thread drops the closure,
 //!   and a cancelled task never keeps it.
-//! - T4: `Header::position` and a periodic task's `rescheduled` cell are read and written
-//!   only under the lock of the task's home shard (`Header::home`, `queue/sharded.rs`);
+//! - T4: `Header::position`, `Header::when` while the task is queued (its sequence
+//!   number), and a periodic task's `rescheduled` cell are read and written only under
+//!   the lock of the task's home shard (`Header::home`, `queue/sharded.rs`);
 //!   their types (`queue::Position`, `queue::LockedCell`) make that a fact: only the
 //!   shard's store, through its guard, reaches their contents (I6 in `queue/mod.rs`).
 //!
 //! # Ordering
-//! The state word's orderings are in `state.rs`. `deadline` is `Relaxed`: it is written by
-//! whoever owns the task's schedule at that moment (the submitter before publishing it,
-//! the running worker, `reschedule` under its home shard's lock), and its readers that
-//! matter (the worker that runs the task: the next deadline, `max_lateness`,
-//! `TaskContext::deadline`) got the task through the home shard's lock, which orders the
-//! store before their load; other readers only report it.
+//! The state word's orderings are in `state.rs`. `when` (the deadline out of the queue,
+//! the sequence number in it) is `Relaxed`: out of the queue it is written by whoever
+//! owns the task's schedule at that moment (the submitter before publishing it, the
+//! running worker), and in the queue only under the home shard's lock, which also hands
+//! the deadline back when the node leaves; its readers that matter (the worker that runs
+//! the task: the next deadline, `max_lateness`, `TaskContext::deadline`; a future's
+//! `deadline`, which reads under that lock) got the task or the value through the home
+//! shard's lock, which orders the store before their load.
 //! `position` and `rescheduled` are ordered by the home shard's lock (T4).
 //!
 //! # Memory
 //! A pending one-shot with a closure and output of at most 8 bytes each is a 40-byte
-//! block, a 48-byte malloc chunk: the 32-byte header and the 8-byte slot
+//! block, a 48-byte malloc chunk: the 32-byte header and the 8-byte slot; its queue node
+//! is 16 bytes (`pool/shared.rs`, `Entry`)
 //! (`docs/DESIGN.md`, "Memory"; a unit test in `raw.rs` pins the sizes). The header holds
 //! only what every task needs; what only periodic tasks need (`rescheduled`, the stage's
 //! mutex) lives in [`PeriodicTask`], and a task's number for logs fits in the bytes the
@@ -65,7 +69,6 @@ mod waiting;
 
 use crate::sync::{Arc, Ordering};
 use std::fmt;
-use std::time::Duration;
 
 use crate::clock::{Clock, Ticks};
 use crate::error::run_caught;
@@ -96,11 +99,14 @@ pub(crate) struct Header {
     /// of its 48 bits, written at construction, before the task is shared.
     id_hi: u16,
     id_lo: u32,
-    /// The current run's deadline, then the next one (`ScheduledFuture::deadline`). Written by
-    /// the thread that owns the task's schedule at that moment (the submitter, the running
-    /// worker, or `reschedule` under the home shard's lock); `Relaxed` (module notes: the
-    /// home shard's lock orders it for the worker that runs the task).
-    deadline: AtomicU64,
+    /// Out of the queue, the task's deadline: the current run's, then the next one.
+    /// While the task is queued its heap node holds the deadline, and this word the
+    /// node's FIFO sequence number (`Header::seq`): the queue writes the number before
+    /// the push and hands the deadline back when the node leaves (`Tracked::left`), both
+    /// under the home shard's lock (T4), so a 16-byte node needs no room for it. Written
+    /// out of the queue by the thread that owns the task's schedule at that moment (the
+    /// submitter, the running worker); `Relaxed` (module notes).
+    when: AtomicU64,
     /// The task's place in the queue while it is queued (T4).
     pub(crate) position: Position,
     /// The number of [`TaskRef`]s to the task (R3, `raw.rs`).
@@ -178,7 +184,7 @@ impl Header {
             }),
             id_hi: (id >> 32) as u16,
             id_lo: id as u32,
-            deadline: AtomicU64::new(deadline),
+            when: AtomicU64::new(deadline),
             position: Position::new(),
             refs: std::sync::atomic::AtomicU32::new(1),
             vtable: &raw::UNBOXED,
@@ -227,14 +233,31 @@ impl Header {
         self.home.load(Ordering::Relaxed) & PERIODIC != 0
     }
 
+    /// The deadline of a task out of the queue (`when`); a queued task's is in
+    /// its node (`Shared::deadline_of` finds either).
     #[inline]
     pub(crate) fn deadline(&self) -> Ticks {
-        self.deadline.load(Ordering::Relaxed)
+        self.when.load(Ordering::Relaxed)
     }
 
+    /// Sets the deadline of a task out of the queue.
     #[inline]
     pub(crate) fn set_deadline(&self, d: Ticks) {
-        self.deadline.store(d, Ordering::Relaxed);
+        self.when.store(d, Ordering::Relaxed);
+    }
+
+    /// A queued task's FIFO sequence number (`when`): under the home shard's
+    /// lock (T4).
+    #[inline]
+    pub(crate) fn seq(&self) -> u64 {
+        self.when.load(Ordering::Relaxed)
+    }
+
+    /// Sets the sequence number of a task about to be queued, or re-keyed in the queue,
+    /// under its home shard's lock (T4).
+    #[inline]
+    pub(crate) fn set_seq(&self, seq: u64) {
+        self.when.store(seq, Ordering::Relaxed);
     }
 
     /// SCHEDULED -> RUNNING (T1); `NotScheduled` if the task is not SCHEDULED (cancelled).
@@ -270,7 +293,6 @@ impl fmt::Debug for Header {
             .field("id", &self.id())
             .field("periodic", &self.is_periodic())
             .field("state", &self.state().name())
-            .field("deadline", &Duration::from_nanos(self.deadline()))
             .finish()
     }
 }

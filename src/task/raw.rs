@@ -537,9 +537,9 @@ mod tests {
         assert_eq!(std::mem::size_of::<TaskRef>(), 8);
         assert_eq!(std::mem::size_of::<Option<TaskRef>>(), 8);
         // A heap node and a lane slot (`docs/DESIGN.md`, "Memory").
-        type Node = crate::queue::TimedEntry<TaskRef>;
-        assert_eq!(std::mem::size_of::<Node>(), 24);
-        assert_eq!(std::mem::size_of::<Option<Node>>(), 24);
+        type Node = crate::pool::Entry;
+        assert_eq!(std::mem::size_of::<Node>(), 16);
+        assert_eq!(std::mem::size_of::<Option<Node>>(), 16);
     }
 
     #[test]
