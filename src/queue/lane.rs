@@ -12,16 +12,22 @@
 //!
 //! Entries are named by a *ticket*, the number of entries ever pushed before them, so a
 //! removal by ticket is O(1): its position is `ticket - front`. A removed entry leaves a
-//! tombstone (`None`) that the ends trim away (L1); a ticket is never reused, so a stale
-//! ticket never names a newer entry.
+//! tombstone (`None`) that the ends trim away (L1). A ticket below the front is never
+//! handed out again; the tickets trimmed off the back are (L4), so a lane whose back
+//! entries come and go behind a front that stays keeps its length, instead of refilling
+//! a tombstone for every ticket trimmed since (which made such a loop quadratic).
 //!
 //! # Invariants
 //! - L1: the first and the last slot of `slots` are live (tombstones never sit at an
 //!   end); `live` counts the live slots.
 //! - L2: live entries are in order: none is `before` an earlier one.
 //! - L3: the slot at index `i` holds ticket `front + i`, and `front + slots.len() <= next`.
-//! - L4: tickets are handed out in increasing order and never again (`next` only grows),
-//!   so a stale ticket names nothing, even after the back was trimmed.
+//! - L4: a ticket below `front` is never handed out again (`front` only grows, and
+//!   `next >= front`). Trimming the back hands its tickets out again (`next` goes back
+//!   to `front + slots.len()`): an entry that left has no place any more (its owner's
+//!   position is cleared as it leaves, I6 in `queue/mod.rs`), and `Store::find` checks
+//!   that the entry at a ticket owns the position that named it, so a reused ticket never
+//!   names an entry for a stale position.
 //! - L5: the lane spans fewer than 2^[`LOW_BITS`] slots (`slots.len() <= MAX_SLOTS`), so
 //!   the tickets of its slots, `[front, front + slots.len())`, differ in their low
 //!   [`LOW_BITS`] bits, and [`ticket_of`](Lane::ticket_of) recovers a ticket from them.
@@ -56,7 +62,7 @@ pub(crate) struct Lane<E> {
     slots: VecDeque<Option<E>>,
     /// The ticket of `slots[0]` (L3).
     front: u64,
-    /// The next ticket to hand out; never goes down (L4).
+    /// The next ticket to hand out; goes back when the back is trimmed (L4).
     next: u64,
     live: usize,
 }
@@ -129,7 +135,9 @@ impl<E: Ordered> Lane<E> {
         if self.slots.is_empty() {
             self.front = self.next;
         }
-        // L3: tombstones for the tickets whose entries were trimmed off the back.
+        // L3: tombstones for tickets skipped without a slot. `trim` hands the tickets it
+        // trims back (L4), so only a lane whose `next` was moved ahead (the tests'
+        // `skip_tickets`) gets here with a gap.
         while self.front + (self.slots.len() as u64) < self.next {
             self.slots.push_back(None);
         }
@@ -195,6 +203,9 @@ impl<E: Ordered> Lane<E> {
         while matches!(self.slots.back(), Some(None)) {
             self.slots.pop_back();
         }
+        // L4: the back's tickets are handed out again (L3 then holds with equality, and
+        // the next push adds one slot, not a tombstone per trimmed ticket).
+        self.next = self.front + self.slots.len() as u64;
         if self.slots.is_empty() && self.slots.capacity() > 1024 {
             self.slots = VecDeque::new(); // give a burst's memory back
         }
@@ -211,8 +222,8 @@ impl<E: Ordered> Lane<E> {
         }
     }
 
-    /// Hands out no ticket for the next `n`, as if `n` entries had been pushed and
-    /// trimmed off the back (tests: a wide span without allocating it).
+    /// Hands out no ticket for the next `n`: the next push leaves a tombstone for each
+    /// (tests: a wide span without allocating it; a trim hands them out again).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn skip_tickets(&mut self, n: u64) {
         self.next += n;
@@ -258,18 +269,37 @@ mod tests {
     }
 
     #[test]
-    fn a_ticket_trimmed_off_the_back_is_never_handed_out_again() {
+    fn a_ticket_trimmed_off_the_back_is_handed_out_again_and_one_below_the_front_never() {
         let mut lane = Lane::new();
         let a = lane.push(E(1));
         let b = lane.push(E(2));
         assert_eq!(lane.remove(b), Some(E(2)));
+        assert_eq!(lane.get(b), None, "the trimmed ticket names nothing");
         let c = lane.push(E(3));
         lane.check_invariants();
-        assert!(c > b, "L4");
-        assert_eq!(lane.get(b), None, "the stale ticket names nothing");
+        assert_eq!(c, b, "L4: the back's ticket again");
         assert_eq!(lane.remove(a), Some(E(1)));
         assert_eq!(lane.pop(), Some(E(3)));
+        let d = lane.push(E(4));
+        assert!(d > c, "L4: below the front, never again");
         lane.check_invariants();
+    }
+
+    /// Entries that come and go at the back of a lane whose front stays keep it at its
+    /// length: each push adds one slot (L4). With tickets never handed out again, every
+    /// push refilled a tombstone per ticket trimmed before it: quadratic in the loop.
+    #[test]
+    fn a_back_that_comes_and_goes_behind_a_front_that_stays_keeps_the_lane_short() {
+        let mut lane = Lane::new();
+        lane.push(E(0));
+        for i in 1..10_000 {
+            let t = lane.push(E(i));
+            assert_eq!(lane.slots.len(), 2, "one slot per push");
+            assert_eq!(lane.remove(t), Some(E(i)));
+        }
+        lane.check_invariants();
+        assert_eq!(lane.slots.len(), 1);
+        assert_eq!(lane.pop(), Some(E(0)));
     }
 
     #[test]
@@ -295,7 +325,10 @@ mod tests {
         assert_eq!(lane.pop(), Some(E(3)), "the tombstone was skipped");
         assert!(lane.is_empty() && lane.pop().is_none());
         let next = lane.push(E(9));
-        assert!(next > t[4], "tickets are never reused");
+        assert_eq!(
+            next, t[4],
+            "L4: the ticket trimmed off the back, below no front"
+        );
         assert_eq!(lane.get(t[0]), None);
         assert_eq!(lane.get(next), Some(&E(9)));
     }
@@ -384,7 +417,10 @@ mod tests {
         assert_eq!(lane.pop(), Some(E(1)));
         assert!(lane.accepts(&E(2)), "empty: the next push starts afresh");
         let t = lane.push(E(2));
-        assert_eq!(t, 7 + MAX_SLOTS);
+        assert_eq!(
+            t, 8,
+            "L4: the skipped tickets were never used; the front's never again"
+        );
         assert_eq!(lane.ticket_of(t & LOW_MASK), t);
         lane.check_invariants();
     }
