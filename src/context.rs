@@ -27,12 +27,13 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
-use crate::cluster::Lease;
+use crate::cluster::run::{run_locked, Ledger};
+use crate::cluster::{Exclusive, Lease};
 use crate::future::CancelHandle;
 use crate::periodic::{Next, OnError};
 
 use crate::sync::park_until;
-use crate::task::{state::State, Host, OnceBody, PeriodicBody, RunCx, Step};
+use crate::task::{state::State, Declined, Host, OnceBody, PeriodicBody, RunCx, Step};
 
 /// What a running task knows about itself: handed to the closures of
 /// [`schedule_with_context`](crate::ScheduledThreadPoolExecutor::schedule_with_context) and
@@ -320,5 +321,58 @@ fn step_of(next: Next, cx: &RunCx<'_>) -> Step {
         Next::After(d) => Step::At(crate::clock::add(clock.now(), d)),
         Next::At(at) => Step::At(clock.ticks_of(at)),
         Next::Stop => Step::Stop,
+    }
+}
+
+/// A periodic closure with what its spec adds around each run: the link of the run's span
+/// to the submitter's span, and the cluster lock of an exclusive task (either may be
+/// absent; the locked run itself is `cluster::run::run_locked`).
+pub(crate) struct Guarded<B> {
+    body: B,
+    /// The submitter's span (`task::Linked` explains why the span itself is held).
+    parent: Option<tracing::Span>,
+    lock: Option<Box<Exclusive>>,
+}
+
+impl<B: PeriodicBody> Guarded<B> {
+    pub(crate) fn new(body: B, parent: Option<tracing::Span>, lock: Option<Exclusive>) -> Self {
+        Guarded {
+            body,
+            parent,
+            lock: lock.map(Box::new),
+        }
+    }
+}
+
+impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
+    type Output = B::Output;
+
+    fn call(&mut self, cx: &RunCx<'_>) -> Step {
+        if let Some(parent) = &self.parent {
+            crate::task::link_to(parent);
+        }
+        let Some(spec) = self.lock.as_deref() else {
+            return self.body.call(cx);
+        };
+        let body = &mut self.body;
+        let ran = run_locked(spec, &Ledger::of(cx), |lease| {
+            body.call(&RunCx {
+                lease: Some(lease),
+                ..*cx
+            })
+        });
+        match ran {
+            Ok(Some(step)) => step,
+            Ok(None) => Step::Skip(Declined::LockHeld),
+            Err(_) => Step::Skip(Declined::LockFailed),
+        }
+    }
+
+    fn output(&mut self) -> B::Output {
+        self.body.output()
+    }
+
+    fn last_failed(&self) -> bool {
+        self.body.last_failed()
     }
 }

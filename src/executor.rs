@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use crate::builder::Builder;
 use crate::clock::{self, Ticks};
-use crate::cluster::run::{run_locked, Guarded, Ledger, LockedOnce};
+use crate::cluster::run::{run_locked, Ledger, LockedOnce};
 use crate::cluster::{Exclusive, Lease, LockError};
+use crate::context::Guarded;
 use crate::context::{Fallible, TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::{PendingTask, ScheduledFuture};
@@ -721,10 +722,11 @@ impl ScheduledThreadPoolExecutor {
     /// [`PendingTask`] can be run on the caller's thread; dropping it completes its
     /// future with `Err(Cancelled)`.
     pub fn shutdown_now(&self) -> Vec<PendingTask> {
+        let pool: Arc<dyn crate::task::Host> = pool::Stripe::new(self.shared.clone());
         self.shared
             .shutdown_now()
             .into_iter()
-            .map(|job| PendingTask::new(job, self.shared.clone()))
+            .map(|job| PendingTask::new(job, pool.clone()))
             .collect()
     }
 

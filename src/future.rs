@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use crate::clock;
 use crate::error::TaskError;
-use crate::pool::{PoolRef, Shared};
 use crate::sync::Arc;
-use crate::task::{state::State, Job, TaskRef, TypedTask};
+use crate::task::{state::State, Host, Job, TaskRef, TypedTask};
 
 /// The handle to a scheduled task: cancel it, wait for it, or take its outcome (Java:
 /// `ScheduledFuture`).
@@ -33,11 +32,12 @@ use crate::task::{state::State, Job, TaskRef, TypedTask};
 /// ```
 pub struct ScheduledFuture<T> {
     task: TypedTask<T>,
-    shared: PoolRef,
+    /// The pool, as one of its stripes (`pool/mod.rs`, `Stripe`).
+    shared: Arc<dyn Host>,
 }
 
 impl<T> ScheduledFuture<T> {
-    pub(crate) fn new(task: TypedTask<T>, shared: PoolRef) -> Self {
+    pub(crate) fn new(task: TypedTask<T>, shared: Arc<dyn Host>) -> Self {
         ScheduledFuture { task, shared }
     }
 
@@ -51,7 +51,7 @@ impl<T> ScheduledFuture<T> {
     /// and is not run again. With `remove_on_cancel` (the default) the task has left the
     /// queue and its closure has been dropped when this returns.
     pub fn cancel(&self) -> bool {
-        self.shared.cancel(self.job())
+        self.shared.cancel(self.job(), false)
     }
 
     /// Cancels the task like [`cancel`](Self::cancel), and a *running* one-shot too: the
@@ -89,7 +89,7 @@ impl<T> ScheduledFuture<T> {
     /// pool.close();
     /// ```
     pub fn interrupt(&self) -> bool {
-        self.shared.interrupt(self.job())
+        self.shared.cancel(self.job(), true)
     }
 
     /// `true` if the task was cancelled (by any means).
@@ -208,23 +208,23 @@ impl<T> fmt::Debug for ScheduledFuture<T> {
 #[derive(Clone)]
 pub struct CancelHandle {
     job: TaskRef,
-    shared: PoolRef,
+    shared: Arc<dyn Host>,
 }
 
 impl CancelHandle {
     /// A handle for `job` in the pool `shared` (a task context's, `context.rs`).
-    pub(crate) fn new(job: TaskRef, shared: PoolRef) -> Self {
+    pub(crate) fn new(job: TaskRef, shared: Arc<dyn Host>) -> Self {
         CancelHandle { job, shared }
     }
 
     /// As [`ScheduledFuture::cancel`].
     pub fn cancel(&self) -> bool {
-        self.shared.cancel(&*self.job)
+        self.shared.cancel(&*self.job, false)
     }
 
     /// As [`ScheduledFuture::interrupt`].
     pub fn interrupt(&self) -> bool {
-        self.shared.interrupt(&*self.job)
+        self.shared.cancel(&*self.job, true)
     }
 
     /// As [`ScheduledFuture::is_cancelled`].
@@ -261,11 +261,11 @@ impl fmt::Debug for CancelHandle {
 /// completes its future with `Err(Cancelled)`.
 pub struct PendingTask {
     job: Option<TaskRef>,
-    shared: Arc<Shared>,
+    shared: Arc<dyn Host>,
 }
 
 impl PendingTask {
-    pub(crate) fn new(job: TaskRef, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(job: TaskRef, shared: Arc<dyn Host>) -> Self {
         PendingTask {
             job: Some(job),
             shared,
@@ -306,8 +306,7 @@ impl PendingTask {
     /// future; this call does not unwind. Does nothing if the task was cancelled meanwhile.
     pub fn run(mut self) {
         if let Some(job) = self.job.take() {
-            let report = job.run_now(&self.shared.env_now(&job), true);
-            debug_assert!(report.next.is_none(), "a pending task runs once");
+            self.shared.run_here(&job);
             crate::task::drop_quietly(job);
         }
     }

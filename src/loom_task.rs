@@ -117,7 +117,7 @@ fn loom_cancel_vs_periodic_requeue() {
             })
         };
         assert!(
-            shared.cancel(&**task),
+            shared.cancel(&**task, false),
             "a periodic task is cancellable until it ends"
         );
         worker.join().unwrap();
@@ -324,7 +324,7 @@ fn loom_cancel_vs_reschedule() {
             let (shared, task) = (shared.clone(), task.clone());
             thread::spawn(move || shared.reschedule(&**task, 1_000_000))
         };
-        assert!(shared.cancel(&**task));
+        assert!(shared.cancel(&**task, false));
         rescheduler.join().unwrap();
         assert_eq!(shared.queue.len(), 0);
         assert_eq!(task.header().state(), State::Cancelled);

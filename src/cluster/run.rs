@@ -1,7 +1,7 @@
 //! What makes a run exclusive: [`run_locked`], the one place where a run takes its cluster
 //! lock, runs and gives the lease back, used by
-//! - [`Guarded`]: what a periodic spec adds around each run of its closure (the link of
-//!   the run's span to the submitter's span, and the cluster lock of an
+//! - `context::Guarded`: what a periodic spec adds around each run of its closure (the
+//!   link of the run's span to the submitter's span, and the cluster lock of an
 //!   [`exclusive`](crate::Periodic::exclusive) task);
 //! - [`LockedOnce`]: an exclusive one-shot
 //!   ([`schedule_exclusive`](crate::ScheduledThreadPoolExecutor::schedule_exclusive));
@@ -26,25 +26,7 @@ use crate::clock::{AdvanceListener, Clock, Ticks};
 use crate::error::run_caught;
 use crate::stats::{self, Counters};
 use crate::sync::{Arc, Condvar, Mutex, Weak};
-use crate::task::{drop_quietly, Declined, OnceBody, PeriodicBody, RunCx, Step};
-
-/// A periodic closure with its span link and cluster lock (either may be absent).
-pub(crate) struct Guarded<B> {
-    body: B,
-    /// The submitter's span (`task::Linked` explains why the span itself is held).
-    parent: Option<tracing::Span>,
-    lock: Option<Box<Exclusive>>,
-}
-
-impl<B: PeriodicBody> Guarded<B> {
-    pub(crate) fn new(body: B, parent: Option<tracing::Span>, lock: Option<Exclusive>) -> Self {
-        Guarded {
-            body,
-            parent,
-            lock: lock.map(Box::new),
-        }
-    }
-}
+use crate::task::{drop_quietly, OnceBody, RunCx};
 
 /// Where a locked run counts and traces: the pool's name, its counters, its clock.
 pub(crate) struct Ledger<'a> {
@@ -55,7 +37,7 @@ pub(crate) struct Ledger<'a> {
 
 impl<'a> Ledger<'a> {
     /// A run's: the pool that runs it (none outside a pool).
-    fn of(cx: &'a RunCx<'a>) -> Self {
+    pub(crate) fn of(cx: &'a RunCx<'a>) -> Self {
         Ledger {
             pool: cx.env.pool.map_or("", |p| p.name()),
             counters: cx.env.counters,
@@ -230,39 +212,6 @@ fn keep_extending(
             }
         }
         next = crate::clock::add(clock.now(), every);
-    }
-}
-
-impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
-    type Output = B::Output;
-
-    fn call(&mut self, cx: &RunCx<'_>) -> Step {
-        if let Some(parent) = &self.parent {
-            crate::task::link_to(parent);
-        }
-        let Some(spec) = self.lock.as_deref() else {
-            return self.body.call(cx);
-        };
-        let body = &mut self.body;
-        let ran = run_locked(spec, &Ledger::of(cx), |lease| {
-            body.call(&RunCx {
-                lease: Some(lease),
-                ..*cx
-            })
-        });
-        match ran {
-            Ok(Some(step)) => step,
-            Ok(None) => Step::Skip(Declined::LockHeld),
-            Err(_) => Step::Skip(Declined::LockFailed),
-        }
-    }
-
-    fn output(&mut self) -> B::Output {
-        self.body.output()
-    }
-
-    fn last_failed(&self) -> bool {
-        self.body.last_failed()
     }
 }
 

@@ -681,19 +681,11 @@ impl Shared {
         Requeued::Queued
     }
 
-    /// Cancels a task; with `remove_on_cancel`, removes it from the queue first. Returns
-    /// true if this call cancelled it.
-    pub(crate) fn cancel(&self, job: &dyn Job) -> bool {
-        self.cancel_as(job, false)
-    }
-
-    /// An interrupt (Java's `cancel(true)`): as [`cancel`](Self::cancel), and a running
-    /// one-shot is cancelled too (`task/state.rs`); its run sees it through its context.
-    pub(crate) fn interrupt(&self, job: &dyn Job) -> bool {
-        self.cancel_as(job, true)
-    }
-
-    fn cancel_as(&self, job: &dyn Job, interrupt: bool) -> bool {
+    /// Cancels a task; with `remove_on_cancel`, removes it from the queue first. With
+    /// `interrupt` (Java's `cancel(true)`), a running one-shot is cancelled too
+    /// (`task/state.rs`); its run sees it through its context. Returns true if this call
+    /// cancelled it.
+    pub(crate) fn cancel(&self, job: &dyn Job, interrupt: bool) -> bool {
         let header = job.header();
         let won = if interrupt {
             header.interrupt()
@@ -865,23 +857,64 @@ impl Shared {
     }
 }
 
-/// The seam a run sees (`task::Host`). On the `Arc`, so a task context can make a cancel
-/// handle that keeps the pool alive.
-impl Host for Arc<Shared> {
+/// What reaches the pool's core from a [`Host`]: the core itself, or one of its stripes.
+pub(crate) trait Core: Send + Sync {
+    fn core(&self) -> &Arc<Shared>;
+}
+
+impl Core for Arc<Shared> {
+    #[inline]
+    fn core(&self) -> &Arc<Shared> {
+        self
+    }
+}
+
+impl Core for Stripe {
+    #[inline]
+    fn core(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+/// The seam a run and a task's handles see (`task::Host`): on the `Arc`, so a task
+/// context can make a cancel handle from it, and on a `Stripe`, which futures hold.
+impl<C: Core> Host for C {
     fn name(&self) -> &str {
-        Shared::name(self)
+        Shared::name(self.core())
     }
 
     fn is_stopping(&self) -> bool {
-        Shared::is_stopping(self)
+        Shared::is_stopping(self.core())
     }
 
     fn sleepers(&self) -> &Sleepers {
-        &self.sleepers
+        &self.core().sleepers
     }
 
     fn cancel_handle(&self, job: &TaskRef) -> CancelHandle {
-        CancelHandle::new(job.clone(), Stripe::new(Arc::clone(self)))
+        CancelHandle::new(job.clone(), Stripe::new(Arc::clone(self.core())))
+    }
+
+    #[inline]
+    fn clock(&self) -> &Clock {
+        Shared::clock(self.core())
+    }
+
+    fn cancel(&self, job: &dyn Job, interrupt: bool) -> bool {
+        Shared::cancel(self.core(), job, interrupt)
+    }
+
+    fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
+        Shared::reschedule(self.core(), job, at)
+    }
+
+    fn deadline_of(&self, job: &dyn Job) -> Ticks {
+        Shared::deadline_of(self.core(), job)
+    }
+
+    fn run_here(&self, job: &TaskRef) {
+        let report = job.run_now(&Shared::env_now(self.core(), job), true);
+        debug_assert!(report.next.is_none(), "a pending task runs once");
     }
 }
 

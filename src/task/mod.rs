@@ -339,9 +339,11 @@ pub(crate) struct RunEnv<'a> {
     pub(crate) on_worker: bool,
 }
 
-/// What a run may ask of the pool that runs it: the seam between the task layer and the
-/// pool (tokio's `task::Schedule`), implemented by `pool::Shared`. The closure adaptors
-/// (`context.rs`, `cluster/run.rs`) reach the pool only through it.
+/// What a run, and a task's handles, may ask of the pool that holds it: the seam between
+/// the task layer and the pool (tokio's `task::Schedule`), implemented by the pool's
+/// `Arc<Shared>` and its `Stripe`s (`pool/shared.rs`). The closure adaptors (`context.rs`)
+/// and the handles (`future.rs`: a future holds its pool as an `Arc<dyn Host>`, one of
+/// the stripes) reach the pool only through it.
 pub(crate) trait Host: Send + Sync {
     /// The pool's name, for traces.
     fn name(&self) -> &str;
@@ -351,6 +353,17 @@ pub(crate) trait Host: Send + Sync {
     fn sleepers(&self) -> &sleepers::Sleepers;
     /// A handle that cancels, interrupts or reschedules `job` through this pool.
     fn cancel_handle(&self, job: &TaskRef) -> crate::CancelHandle;
+    /// The pool's clock.
+    fn clock(&self) -> &Clock;
+    /// Cancels `job` (`ScheduledFuture::cancel`); with `interrupt`, a running one-shot
+    /// too (`ScheduledFuture::interrupt`). `true` if this call cancelled it.
+    fn cancel(&self, job: &dyn Job, interrupt: bool) -> bool;
+    /// Moves `job`'s next run to `at` (`ScheduledFuture::reschedule`).
+    fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool;
+    /// `job`'s deadline, in its queue node or its header (T4).
+    fn deadline_of(&self, job: &dyn Job) -> Ticks;
+    /// Runs `job` once on this thread and then ends it (`PendingTask::run`).
+    fn run_here(&self, job: &TaskRef);
 }
 
 /// What a task's closure is called with: the environment, and this run's facts.
@@ -458,7 +471,7 @@ impl Label for Arc<str> {
 
 /// A one-shot's closure submitted inside a span: the task's `task` span is linked to
 /// that span (`follows_from`) when it runs (a periodic task's link is in
-/// `cluster/run.rs`'s `Guarded`, with what else its spec adds around a run). It is chosen at submission only when such a link can be
+/// `context.rs`'s `Guarded`, with what else its spec adds around a run). It is chosen at submission only when such a link can be
 /// recorded (`submitter_span`), so a task submitted without tracing pays nothing for it.
 ///
 /// The submitter's span is held (kept open) until the closure is dropped: after a

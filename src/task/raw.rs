@@ -24,8 +24,10 @@
 //! - R1: a `TaskRef` points at the [`Header`] of a live task that was boxed by
 //!   [`TaskRef::new`], as a `J: Task`, at the start of that box (checked there: a task
 //!   type keeps its header as its first field, `#[repr(C)]`).
-//! - R2: the header's `vtable` is `vtable::<J>()` for that same `J`: [`TaskRef::new`]
-//!   writes it, through `&mut`, before the task is shared, and nothing writes it again.
+//! - R2: the header's `vtable` is made for that same `J`: `vtable::<J>()` by
+//!   [`TaskRef::new`], or `typed_vtable::<T, J>()` by [`TaskRef::new_typed`], which alone
+//!   makes the [`TypedTask<T>`]s that call its `outcome` entry for that `T`. It is written
+//!   through `&mut` before the task is shared, and nothing writes it again.
 //! - R3: the header's count is the number of live `TaskRef`s to the task (at least 1
 //!   while any exists); the one that takes it to 0 frees the box, once.
 //!
@@ -65,14 +67,34 @@ pub(crate) struct VTable {
     job: unsafe fn(NonNull<Header>) -> NonNull<dyn Job>,
     /// Drops the task and frees its box.
     dealloc: unsafe fn(NonNull<Header>),
+    /// Writes the task's completion, a `NonNull<dyn Outcome<T>>`, where the second
+    /// argument points: only in the vtable of a task boxed by [`TaskRef::new_typed`] for
+    /// that `T`, and only called through a [`TypedTask<T>`] of the same `T` (R2).
+    outcome: unsafe fn(NonNull<Header>, *mut ()),
 }
 
-/// The vtable of a task of type `J`.
+/// The vtable of a task of type `J`, whose output type no handle will ask for.
 fn vtable<J: Task>() -> &'static VTable {
     &VTable {
         job: job::<J>,
         dealloc: dealloc::<J>,
+        outcome: no_outcome,
     }
+}
+
+/// The vtable of a task of type `J` whose futures know its output type `T`.
+fn typed_vtable<T: 'static, J: Task + TypedJob<T>>() -> &'static VTable {
+    &VTable {
+        job: job::<J>,
+        dealloc: dealloc::<J>,
+        outcome: outcome::<T, J>,
+    }
+}
+
+/// # Safety
+/// Never called: no [`TypedTask`] holds a task with an untyped vtable (R2).
+unsafe fn no_outcome(_: NonNull<Header>, _: *mut ()) {
+    unreachable!("an untyped task has no TypedTask")
 }
 
 /// The vtable of a task that was never boxed (a unit test's bare task): no `TaskRef`
@@ -80,6 +102,7 @@ fn vtable<J: Task>() -> &'static VTable {
 pub(super) static UNBOXED: VTable = VTable {
     job: unboxed_job,
     dealloc: unboxed_dealloc,
+    outcome: no_outcome,
 };
 
 /// # Safety
@@ -137,8 +160,13 @@ const MAX_REFS: u32 = u32::MAX / 2;
 
 impl TaskRef {
     /// Boxes `task` and returns its first reference.
-    pub(crate) fn new<J: Task>(mut task: J) -> TaskRef {
-        task.header_mut().vtable = vtable::<J>(); // R2, before it is shared
+    pub(crate) fn new<J: Task>(task: J) -> TaskRef {
+        TaskRef::boxed(task, vtable::<J>())
+    }
+
+    /// Boxes `task` with `vtable` (made for `J`: R2) and returns its first reference.
+    fn boxed<J: Task>(mut task: J, vtable: &'static VTable) -> TaskRef {
+        task.header_mut().vtable = vtable; // R2, before it is shared
         task.header_mut().refs = AtomicU32::new(1); // R3
         let boxed = Box::new(task);
         // R1: the header must sit at the start of the box for the casts in `job` and
@@ -159,8 +187,7 @@ impl TaskRef {
     /// Boxes `task` and returns a reference that also knows its output type.
     pub(crate) fn new_typed<T: 'static, J: Task + TypedJob<T>>(task: J) -> TypedTask<T> {
         TypedTask {
-            task: TaskRef::new(task),
-            outcome: outcome::<T, J>,
+            task: TaskRef::boxed(task, typed_vtable::<T, J>()),
             _output: PhantomData,
         }
     }
@@ -232,23 +259,24 @@ impl fmt::Debug for TaskRef {
 }
 
 /// # Safety
-/// `ptr` points at the header of a live task boxed as a `J` (R1).
-unsafe fn outcome<T: 'static, J: Task + TypedJob<T>>(
-    ptr: NonNull<Header>,
-) -> NonNull<dyn Outcome<T>> {
+/// - `ptr` points at the header of a live task boxed as a `J` (R1);
+/// - `out` points at a `MaybeUninit<NonNull<dyn Outcome<T>>>` for this `T` (the
+///   [`TypedTask<T>`] that calls it, R2).
+unsafe fn outcome<T: 'static, J: Task + TypedJob<T>>(ptr: NonNull<Header>, out: *mut ()) {
     // SAFETY:
-    // * R1: the box holds a live `J`; the reference lives only for this expression.
+    // * R1: the box holds a live `J`; the reference lives only for this function.
     let task: &J = unsafe { ptr.cast::<J>().as_ref() };
-    NonNull::from(task.outcome())
+    let completion = NonNull::from(task.outcome());
+    // SAFETY:
+    // * the caller's `out` is valid for a write of this type (the contract above).
+    unsafe { out.cast::<NonNull<dyn Outcome<T>>>().write(completion) };
 }
 
 /// A [`TaskRef`] that also knows its task's output type: what a `ScheduledFuture<T>`
-/// holds.
+/// holds. Made only by [`TaskRef::new_typed`], so its task's vtable has the completion
+/// for this `T` (R2). Still one pointer.
 pub(crate) struct TypedTask<T> {
     task: TaskRef,
-    /// The task's completion, typed; made by [`TaskRef::new_typed`] for the task's own
-    /// type.
-    outcome: unsafe fn(NonNull<Header>) -> NonNull<dyn Outcome<T>>,
     _output: PhantomData<fn() -> T>,
 }
 
@@ -261,11 +289,21 @@ impl<T> TypedTask<T> {
 
     /// Where the task's outcome is delivered.
     #[inline]
-    pub(crate) fn outcome(&self) -> &dyn Outcome<T> {
+    pub(crate) fn outcome<'a>(&'a self) -> &'a (dyn Outcome<T> + 'a) {
+        // The writer's type, `NonNull<dyn Outcome<T> + 'static>`, read back with the
+        // shorter lifetime the borrow allows (lifetimes do not change the layout).
+        let mut out = std::mem::MaybeUninit::<NonNull<dyn Outcome<T> + 'a>>::uninit();
+        let header = self.task.header();
         // SAFETY:
-        // * `outcome` was made for the task's own type (`new_typed`), and the task is live
-        //   while `self.task` is (R3); the result borrows from `self`.
-        unsafe { (self.outcome)(self.task.ptr).as_ref() }
+        // * R2: this `TypedTask<T>` was made by `new_typed::<T, J>`, whose vtable's
+        //   `outcome` is `outcome::<T, J>` for the task's own `J`;
+        // * `out` is a `MaybeUninit` of exactly the type it writes; R1, R3: the task is
+        //   live while `self.task` is.
+        unsafe { (header.vtable.outcome)(self.task.ptr, out.as_mut_ptr().cast()) };
+        // SAFETY:
+        // * written just above; it points into the task, which `self` keeps alive, and
+        //   the result borrows from `self`.
+        unsafe { out.assume_init().as_ref() }
     }
 }
 
@@ -282,7 +320,6 @@ impl<T> Clone for TypedTask<T> {
     fn clone(&self) -> Self {
         TypedTask {
             task: self.task.clone(),
-            outcome: self.outcome,
             _output: PhantomData,
         }
     }
@@ -536,6 +573,9 @@ mod tests {
     fn a_task_ref_is_one_pointer() {
         assert_eq!(std::mem::size_of::<TaskRef>(), 8);
         assert_eq!(std::mem::size_of::<Option<TaskRef>>(), 8);
+        assert_eq!(std::mem::size_of::<TypedTask<u64>>(), 8);
+        // A future: its task and its pool (`Arc<dyn Host>`, a stripe).
+        assert_eq!(std::mem::size_of::<crate::ScheduledFuture<()>>(), 24);
         // A heap node and a lane slot (`docs/DESIGN.md`, "Memory").
         type Node = crate::pool::Entry;
         assert_eq!(std::mem::size_of::<Node>(), 16);
