@@ -644,8 +644,8 @@ def targets(data, scaling_series, sizes):
                      f"{fmt_num(round(sp))} vs {fmt_num(round(j17))} ns/op",
                      verdict(sp <= j17 / 2)))
     for key, limit, name in (
-            ("mem_bytes_per_task", 80, "memory per pending task (RSS)"),
-            ("heap_bytes_per_task", 80, "memory per pending task (counted heap)"),
+            ("mem_bytes_per_task", 64, "memory per pending task (RSS)"),
+            ("heap_bytes_per_task", 64, "memory per pending task (counted heap)"),
             ("mem_retained_bytes_per_task", 8, "retained per task (RSS)"),
             ("heap_retained_bytes_per_task", 8, "retained per task (counted heap)")):
         v = med(data, "w3", "schedpool", key)
@@ -654,8 +654,8 @@ def targets(data, scaling_series, sizes):
     sp = med(data, "w4", "schedpool", "iterations_per_s")
     bp, who = best_peer("w4", "iterations_per_s")
     if sp and bp:
-        rows.append(("W4 throughput ≥ 1.5× best peer",
-                     f"{sp / 1e6:.2f} M/s = {sp / bp:.2f}× {LABEL[who]}", verdict(sp >= 1.5 * bp)))
+        rows.append(("W4 throughput ≥ 3× best peer",
+                     f"{sp / 1e6:.2f} M/s = {sp / bp:.2f}× {LABEL[who]}", verdict(sp >= 3 * bp)))
     runs = data.get("w5", {}).get("schedpool", [])
     if runs:
         exact = [r.get("rate_exact") for r in runs]
@@ -674,8 +674,8 @@ def targets(data, scaling_series, sizes):
     sp = med(data, "w7", "schedpool", "iterations_per_s")
     bp, who = best_peer("w7", "iterations_per_s")
     if sp and bp:
-        rows.append(("W7 throughput ≥ 1.5× best peer",
-                     f"{sp / 1e6:.2f} M/s = {sp / bp:.2f}× {LABEL[who]}", verdict(sp >= 1.5 * bp)))
+        rows.append(("W7 throughput ≥ 2.5× best peer",
+                     f"{sp / 1e6:.2f} M/s = {sp / bp:.2f}× {LABEL[who]}", verdict(sp >= 2.5 * bp)))
     sp = med(data, "w7", "schedpool", "lat_p99_ns")
     bp, who = best_peer("w7", "lat_p99_ns", lowest=True)
     if sp and bp:
