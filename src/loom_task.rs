@@ -157,12 +157,17 @@ fn loom_interrupt_vs_completion() {
         if interrupted {
             task.finish_cancelled();
         }
+        let dropped_by_interrupter = interrupted && closure_drops.load(Ordering::SeqCst) == 1;
         let ran = runner.join().unwrap();
         assert!(ran || interrupted, "the task ran or was interrupted first");
         assert_eq!(
             closure_drops.load(Ordering::SeqCst),
             1,
             "T3: the closure once"
+        );
+        assert!(
+            ran || dropped_by_interrupter,
+            "T3: an interrupt that stops the run returns with the closure dropped"
         );
         let outcome = task.outcome().wait_take();
         assert_eq!(

@@ -67,12 +67,6 @@ where
     /// The run after a successful start, with the closure it took.
     fn run_started(&self, env: &RunEnv<'_>, f: F, run: Started<'_, F, T>) -> RunReport {
         let header = self.core.header();
-        if header.state() == super::state::State::Cancelled {
-            // An interrupt came between the start and here, and completed the future: no
-            // run (T3: this thread owns the closure and drops it).
-            drop_quietly(f);
-            return RunReport::NOT_RUN;
-        }
         let cx = RunCx {
             env,
             header,
@@ -290,7 +284,8 @@ mod tests {
     }
 
     #[test]
-    fn an_interrupt_between_start_and_run_prevents_the_run() {
+    fn an_interrupt_between_start_and_take_takes_the_closure_and_prevents_the_run() {
+        use crate::task::state::Start;
         let drops = StdArc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
         let ran = StdArc::new(AtomicUsize::new(0));
@@ -302,7 +297,8 @@ mod tests {
                 r.fetch_add(1, Ordering::SeqCst);
             }),
         );
-        let (f, run) = t.core.start().expect("scheduled");
+        // The runner's start, before its take (`OnceCore::start` does both).
+        assert_eq!(t.header().edges().start_once(), Start::Run);
         assert!(
             !t.header().cancel(),
             "a plain cancel does not stop a started one-shot"
@@ -310,11 +306,19 @@ mod tests {
         assert!(t.header().interrupt(), "an interrupt does");
         assert!(!t.header().interrupt(), "T2: once");
         t.finish_cancelled(); // the interrupter's part: the future reports Cancelled now
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "T3: the interrupter dropped it, before returning"
+        );
         assert!(t.wait_take().unwrap_err().is_cancelled());
-        assert_eq!(drops.load(Ordering::SeqCst), 0, "the runner holds it");
-        assert!(!t.run_started(&env(&clock(), 0), f, run).ran);
-        assert_eq!(drops.load(Ordering::SeqCst), 1, "T3: the runner dropped it");
+        assert!(
+            !t.header().edges().take_closure(State::Running),
+            "R4: the runner's take finds nothing"
+        );
+        assert!(!t.run(&env(&clock(), 0)).ran);
         assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
         assert_eq!(t.header().state(), State::Cancelled);
     }
 

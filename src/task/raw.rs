@@ -36,10 +36,13 @@
 //!   (`state.rs`, "Flags"): the closure while `CLOSURE` is set, the output (DONE) or the
 //!   panic payload (PANICKED) while `OUTPUT` is set, nothing otherwise. Each flag is
 //!   cleared by exactly one read-modify-write, and only its author then touches the value
-//!   (moves it out). The slot is written only by the runner, after the `start_once` that
-//!   cleared `CLOSURE` and before the `finish_with_output` that sets `OUTPUT`; between the
-//!   two no flag is set, so no one else reads it. A runner whose finish loses (an
-//!   interrupt made the task CANCELLED) takes its outcome back: still no flag is set.
+//!   (moves it out): `CLOSURE` by the runner (task RUNNING) or by a canceller (task
+//!   CANCELLED, which an interrupt may have made of a RUNNING task before the runner's
+//!   take), `OUTPUT` by the one who takes the outcome. The slot is written only by the
+//!   runner, after the take that cleared `CLOSURE` and before the `finish_with_output`
+//!   that sets `OUTPUT`; between the two no flag is set, so no one else reads it. A
+//!   runner whose finish loses (an interrupt made the task CANCELLED) takes its outcome
+//!   back: still no flag is set.
 //!
 //! # Ordering
 //! As `std::sync::Arc`: an increment is `Relaxed` (a new reference is made from an
@@ -380,17 +383,21 @@ impl<F, T> OnceCore<F, T> {
         &mut self.header
     }
 
-    /// SCHEDULED -> RUNNING (T1): the closure, and the proof for [`finish`](Self::finish);
-    /// `None` if the task was not SCHEDULED.
+    /// SCHEDULED -> RUNNING (T1), then the closure, and the proof for
+    /// [`finish`](Self::finish); `None` if the task was not SCHEDULED, or if an interrupt
+    /// came between the start and the take and took the closure itself (no run).
     #[inline]
     pub(crate) fn start(&self) -> Option<(F, Started<'_, F, T>)> {
         match self.header.edges().start_once() {
             Start::Run => {}
             Start::NotScheduled => return None,
         }
+        if !self.header.edges().take_closure(State::Running) {
+            return None; // interrupted: the interrupter drops the closure (T3)
+        }
         // SAFETY:
-        // * this call's `start_once` cleared `CLOSURE` (R4): the closure was in the slot,
-        //   and this thread alone owns it now;
+        // * this call's `take_closure` cleared `CLOSURE` while the task was RUNNING (R4):
+        //   the closure was in the slot, and this thread alone owns it now;
         // * it is moved out once; the slot holds nothing until `finish` writes it.
         let f = self
             .slot
@@ -438,16 +445,17 @@ impl<F, T> OnceCore<F, T> {
     }
 
     /// After a cancel or an interrupt that won (T2): the closure, if it is still in the
-    /// slot (a cancel of a SCHEDULED task; an interrupted run holds its own).
+    /// slot (a cancel of a SCHEDULED task, or an interrupt before the runner's take; a run
+    /// that took it holds its own).
     #[inline]
     pub(crate) fn take_cancelled_closure(&self) -> Option<F> {
-        if !self.header.edges().take_closure() {
+        if !self.header.edges().take_closure(State::Cancelled) {
             return None;
         }
         // SAFETY:
         // * `take_closure` cleared `CLOSURE` of a CANCELLED task in this call (R4): the
-        //   closure is in the slot, this thread alone owns it, and no run can start
-        //   (CANCELLED is terminal).
+        //   closure is in the slot, this thread alone owns it, and no runner can take it
+        //   (its take needs RUNNING, and CANCELLED is terminal).
         Some(
             self.slot
                 .with_mut(|slot| unsafe { ManuallyDrop::take(&mut (*slot).closure) }),

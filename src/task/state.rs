@@ -37,10 +37,11 @@
 //! # Flags (one-shots' slot, and waiters)
 //! Beside the state, the word holds three flags:
 //! - [`CLOSURE`]: a one-shot's closure is in its slot (`raw.rs`). Set at construction
-//!   ([`TaskState::new_once`]); cleared by the one [`start_once`](TaskState::start_once)
-//!   that wins SCHEDULED -> RUNNING (the runner owns the closure), or, once the task is
-//!   CANCELLED, by the one [`take_closure`](TaskState::take_closure) that clears it (the
-//!   canceller drops it).
+//!   ([`TaskState::new_once`]) and cleared once, by one [`take_closure`](TaskState::take_closure):
+//!   the runner's, while the task is RUNNING (after its
+//!   [`start_once`](TaskState::start_once), which keeps the flag), or the canceller's,
+//!   once the task is CANCELLED. So an interrupt that lands between a start and the
+//!   runner's take takes the closure itself, and the run does not happen.
 //! - [`OUTPUT`]: a one-shot's outcome (output or panic payload) is in its slot. Set by
 //!   the runner's [`finish_with_output`](TaskState::finish_with_output) (RUNNING -> DONE
 //!   or PANICKED), after it wrote the slot; cleared by the one
@@ -185,13 +186,13 @@ impl TaskState {
         self.0.load(Ordering::Acquire)
     }
 
-    /// A one-shot's SCHEDULED -> RUNNING (T1), which also clears [`CLOSURE`]: `Run` means
-    /// the caller owns the closure in the slot (it was there: the expected word has the
-    /// flag).
+    /// A one-shot's SCHEDULED -> RUNNING (T1), with its closure still in the slot (the
+    /// expected word has [`CLOSURE`], and keeps it): the runner then takes it with
+    /// [`take_closure`](Self::take_closure)`(State::Running)`.
     #[inline]
     pub(crate) fn start_once(&self) -> Start {
         let from = State::Scheduled as u8 | CLOSURE;
-        match self.exchange_word(from, CLOSURE | STATE, State::Running as u8) {
+        match self.exchange_word(from, STATE, State::Running as u8) {
             Exchange::Won => Start::Run,
             Exchange::Lost => Start::NotScheduled,
         }
@@ -206,14 +207,15 @@ impl TaskState {
         self.exchange_word(State::Running as u8, STATE, end.state() as u8 | OUTPUT)
     }
 
-    /// Clears [`CLOSURE`] of a CANCELLED task; `true` if this call did (the caller now
-    /// owns the closure in the slot). AcqRel: the read-modify-write that decides who owns
-    /// it; Acquire sees the slot as construction wrote it.
+    /// Clears [`CLOSURE`] while the task is in state `state` (RUNNING: the runner's take;
+    /// CANCELLED: the canceller's); `true` if this call did (the caller now owns the
+    /// closure in the slot). AcqRel: the read-modify-write that decides who owns it;
+    /// Acquire sees the slot as construction wrote it.
     #[inline]
-    pub(crate) fn take_closure(&self) -> bool {
+    pub(crate) fn take_closure(&self, state: State) -> bool {
         let mut cur = self.0.load(Ordering::Acquire);
         loop {
-            if State::from_word(cur) != State::Cancelled || cur & CLOSURE == 0 {
+            if State::from_word(cur) != state || cur & CLOSURE == 0 {
                 return false;
             }
             match self.0.compare_exchange_weak(
