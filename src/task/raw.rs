@@ -540,6 +540,8 @@ mod tests {
         let a = TaskRef::new(OnceTask::new(7, Plain(move || drop(guard))));
         let b = a.clone();
         assert!(TaskRef::ptr_eq(&a, &b));
+        let other = TaskRef::new(OnceTask::new(7, Plain(|| ())));
+        assert!(!TaskRef::ptr_eq(&a, &other), "two tasks are two");
         assert_eq!(a.header().deadline(), 7);
         assert_eq!(b.header().deadline(), 7, "Deref and header name one task");
         drop(a);
@@ -567,6 +569,26 @@ mod tests {
         assert_eq!(drops.load(Ordering::SeqCst), 0);
         drop(t);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_count_at_the_limit_still_clones() {
+        // `MAX_REFS` references may still make one more; only a count past it aborts.
+        let t = TaskRef::new(OnceTask::new(0, Plain(|| ())));
+        t.header().refs.store(MAX_REFS, Ordering::Relaxed);
+        let u = t.clone();
+        assert_eq!(t.header().refs.load(Ordering::Relaxed), MAX_REFS + 1);
+        t.header().refs.store(2, Ordering::Relaxed); // the two references that exist
+        drop(u);
+        drop(t);
+    }
+
+    #[test]
+    fn a_task_ref_debugs_as_its_header() {
+        let t = TaskRef::new(OnceTask::new(3, Plain(|| ())));
+        let shown = format!("{t:?}");
+        assert_eq!(shown, format!("{:?}", t.header()));
+        assert!(shown.contains("scheduled"), "{shown}");
     }
 
     #[test]
