@@ -170,3 +170,81 @@ pub(super) fn count(key: usize) -> usize {
         .filter(|(k, _)| *k == key)
         .count()
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    /// Counts its wakes.
+    struct Counter(AtomicUsize);
+
+    impl Wake for Counter {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counter() -> (Arc<Counter>, Waker) {
+        let c = Arc::new(Counter(AtomicUsize::new(0)));
+        (c.clone(), Waker::from(c))
+    }
+
+    /// Two keys in one shard. Odd, so no task (8-byte aligned) has either; each test
+    /// takes its own `base`, since the table is shared by the tests that run at once.
+    fn same_shard(base: usize) -> (usize, usize) {
+        let (a, b) = (base, base + (SHARDS << 5));
+        assert!(a % 2 == 1 && std::ptr::eq(table().shard(a), table().shard(b)));
+        (a, b)
+    }
+
+    #[test]
+    fn a_timed_out_thread_takes_back_only_its_own_registration() {
+        let (key, _) = same_shard(0x11);
+        let state = TaskState::new();
+        let (woken, waker) = counter();
+        assert!(register_waker(key, &state, &waker));
+        let me = register_thread(key, &state).expect("not terminal");
+        assert_eq!(count(key), 2);
+        leave(key, &me);
+        assert_eq!(count(key), 1, "the waker stays");
+        wake_all(key);
+        assert_eq!(woken.0.load(Ordering::SeqCst), 1, "and is woken");
+        assert_eq!(count(key), 0);
+    }
+
+    #[test]
+    fn a_waker_replaces_only_its_own_tasks_waker() {
+        let (a, b) = same_shard(0x13);
+        let state = TaskState::new();
+        let (woken_a, waker_a) = counter();
+        let (woken_b, waker_b) = counter();
+        assert!(register_waker(a, &state, &waker_a));
+        assert!(register_waker(b, &state, &waker_b));
+        assert_eq!((count(a), count(b)), (1, 1), "one waker each");
+        wake_all(a);
+        wake_all(b);
+        assert_eq!(woken_a.0.load(Ordering::SeqCst), 1);
+        assert_eq!(woken_b.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn waking_one_task_leaves_its_shard_neighbours_registered() {
+        let (a, b) = same_shard(0x15);
+        let state = TaskState::new();
+        let (woken_a, waker_a) = counter();
+        let (woken_b, waker_b) = counter();
+        // `b` first: `wake_all(a)` steps over it.
+        assert!(register_waker(b, &state, &waker_b));
+        assert!(register_waker(a, &state, &waker_a));
+        wake_all(a);
+        assert_eq!(woken_a.0.load(Ordering::SeqCst), 1);
+        assert_eq!(woken_b.0.load(Ordering::SeqCst), 0, "not b's end");
+        assert_eq!((count(a), count(b)), (0, 1));
+        forget(b);
+        assert_eq!(count(b), 0, "W2: taken without a wake");
+        assert_eq!(woken_b.0.load(Ordering::SeqCst), 0);
+    }
+}
