@@ -19,8 +19,10 @@
 //! | `execute` | `pool.execute(\|\| ())`, its worker busy in a blocker task | — |
 //! | `cancel` | `fut.cancel()` in submission order | `schedule` |
 //! | `cancel_shuffled` | `fut.cancel()` in a fixed-seed shuffled order | `schedule_perm` |
+//! | `pair` | `pool.schedule(1 h, \|\| ())`, `fut.cancel()` and the future's drop, one after the other (W4's and W7's iteration: the heap stays small) | — |
 //! | `schedule_perm` | `schedule` + building the shuffled order | — |
 //! | `rearm` | `fut.reschedule(Instant::now() + 1 h)` of each pending task, in a fixed-seed shuffled order (a server's idle timeouts pushed back) | `schedule_perm` |
+//! | `rearm_after` | `fut.reschedule_after(1 h)`, the same walk: one clock reading for the deadline and the sequence number | `schedule_perm` |
 //! | `take_run` | the worker takes, runs and completes one task | `schedule_manual` |
 //! | `get` | `fut.get()` on a finished future (and its drop) | `take_run` |
 //! | `lock` | `parking_lot::Mutex` lock + unlock (a yardstick) | — |
@@ -296,6 +298,18 @@ fn op_cancel(n: usize) {
     exit();
 }
 
+fn op_pair(n: usize) {
+    let pool = real_pool();
+    let s = Section::begin();
+    for _ in 0..n {
+        let f = pool.schedule(FAR, || ()).expect("accepted");
+        assert!(f.cancel());
+    }
+    s.end("pair", n);
+    black_box(pool.queue_len());
+    exit();
+}
+
 fn op_schedule_perm(n: usize) {
     let pool = real_pool();
     let futs = schedule_n(&pool, FAR, n);
@@ -328,6 +342,19 @@ fn op_rearm(n: usize) {
         assert!(futs[i].reschedule(Instant::now() + FAR));
     }
     s.end("rearm", n);
+    black_box(pool.queue_len());
+    exit();
+}
+
+fn op_rearm_after(n: usize) {
+    let pool = real_pool();
+    let futs = schedule_n(&pool, FAR, n);
+    let order = permutation(n);
+    let s = Section::begin();
+    for &i in &order {
+        assert!(futs[i].reschedule_after(FAR));
+    }
+    s.end("rearm_after", n);
     black_box(pool.queue_len());
     exit();
 }
@@ -476,9 +503,11 @@ const OPS: &[Op] = &[
     ("schedule_manual", op_schedule_manual),
     ("execute", op_execute),
     ("cancel", op_cancel),
+    ("pair", op_pair),
     ("schedule_perm", op_schedule_perm),
     ("cancel_shuffled", op_cancel_shuffled),
     ("rearm", op_rearm),
+    ("rearm_after", op_rearm_after),
     ("take_run", op_take_run),
     ("submit_due", op_submit_due),
     ("take_run_due", op_take_run_due),

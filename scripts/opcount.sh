@@ -43,8 +43,10 @@ table=(
     schedule:-
     execute:-
     cancel:schedule
+    pair:-
     cancel_shuffled:schedule_perm
     rearm:schedule_perm
+    rearm_after:schedule_perm
     schedule_manual:-
     take_run:schedule_manual
     submit_due:-

@@ -163,7 +163,34 @@ impl<T> ScheduledFuture<T> {
     /// ```
     pub fn reschedule(&self, deadline: Instant) -> bool {
         let at = self.shared.clock().ticks_of(deadline);
-        self.shared.reschedule(self.job(), at)
+        self.shared.reschedule(self.job(), at, None)
+    }
+
+    /// Moves the task's next run to `delay` from now, by the executor's clock (a
+    /// `ManualClock`'s time, if it has one): [`reschedule`](Self::reschedule) to `now +
+    /// delay`, with the same rules and return value. The idle timeout's re-arm ("push it
+    /// back by the idle period"): the executor reads its clock once, for the deadline and
+    /// for the place among equal deadlines, where `reschedule(Instant::now() + delay)`
+    /// reads it twice. A `delay` past what the clock can represent is capped, as in
+    /// [`schedule`](crate::ScheduledThreadPoolExecutor::schedule).
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().core_pool_size(1).clock(clock.clone()).build();
+    /// let idle = pool.schedule(Duration::from_secs(30), || "closed").unwrap();
+    /// clock.advance(Duration::from_secs(20));
+    /// assert!(idle.reschedule_after(Duration::from_secs(30)), "traffic: 30 s more");
+    /// assert_eq!(idle.delay(), Duration::from_secs(30));
+    /// clock.advance(Duration::from_secs(30));
+    /// assert_eq!(idle.get().unwrap(), "closed");
+    /// ```
+    pub fn reschedule_after(&self, delay: Duration) -> bool {
+        let now = self.shared.clock().now();
+        self.shared
+            .reschedule(self.job(), clock::add(now, delay), Some(now))
     }
 
     /// A cloneable handle that can cancel the task from elsewhere.
@@ -240,7 +267,14 @@ impl CancelHandle {
     /// As [`ScheduledFuture::reschedule`].
     pub fn reschedule(&self, deadline: Instant) -> bool {
         let at = self.shared.clock().ticks_of(deadline);
-        self.shared.reschedule(&*self.job, at)
+        self.shared.reschedule(&*self.job, at, None)
+    }
+
+    /// As [`ScheduledFuture::reschedule_after`].
+    pub fn reschedule_after(&self, delay: Duration) -> bool {
+        let now = self.shared.clock().now();
+        self.shared
+            .reschedule(&*self.job, clock::add(now, delay), Some(now))
     }
 }
 

@@ -327,7 +327,7 @@ fn loom_cancel_vs_reschedule() {
         shared.submit(job, None, true).unwrap();
         let rescheduler = {
             let (shared, task) = (shared.clone(), task.clone());
-            thread::spawn(move || shared.reschedule(&**task, 1_000_000))
+            thread::spawn(move || shared.reschedule(&**task, 1_000_000, None))
         };
         assert!(shared.cancel(&**task, false));
         rescheduler.join().unwrap();

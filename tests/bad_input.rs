@@ -281,6 +281,28 @@ fn deadlines_in_the_past_run_at_once_in_deadline_order() {
 }
 
 #[test]
+fn reschedule_after_the_longest_delay_is_capped_not_a_panic() {
+    let (clock, pool) = manual_pool(1);
+    let t0 = clock.now();
+    let fut = pool.schedule(Duration::from_secs(1), || "ran").unwrap();
+    assert!(fut.reschedule_after(Duration::MAX), "accepted");
+    assert!(
+        fut.deadline() >= t0 + CAP_AT_LEAST,
+        "capped no lower than 100 years"
+    );
+    clock.advance(99 * YEAR);
+    assert!(pool.wait_idle(BOUND));
+    assert!(!fut.is_done(), "not due");
+    assert!(
+        fut.cancel_handle().reschedule_after(Duration::ZERO),
+        "and back to now"
+    );
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(fut.get().unwrap(), "ran");
+    finish(&pool);
+}
+
+#[test]
 fn deadlines_far_in_the_future_are_capped_and_can_be_moved_back() {
     let (clock, pool) = manual_pool(1);
     let t0 = clock.now();

@@ -2,7 +2,8 @@
 //!
 //! Random sequences of `schedule` (finite delays and `Duration::MAX`), `schedule_at` (past
 //! and future deadlines), fixed-rate and fixed-delay tasks, `schedule_periodic` with each
-//! missed-tick policy and `max_runs` (0 included), `cancel`, `reschedule` (also onto
+//! missed-tick policy and `max_runs` (0 included), `cancel`, `reschedule` and
+//! `reschedule_after` (also onto
 //! another task's deadline), `advance`, `purge`, the run-after-shutdown policy setters,
 //! `shutdown` and `shutdown_now` (running some of the returned tasks, dropping the rest)
 //! are applied to a real pool and to a small sequential model of it. The model is a list
@@ -77,6 +78,11 @@ enum Op {
         pick: prop::sample::Index,
         offset_ms: i64,
     },
+    /// `reschedule_after`: `delay_ms` from the clock's now.
+    RescheduleAfter {
+        pick: prop::sample::Index,
+        delay_ms: u64,
+    },
     /// `reschedule` to the deadline another task has (a tie that FIFO must break).
     RescheduleTie {
         pick: prop::sample::Index,
@@ -125,6 +131,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<prop::sample::Index>(), -20i64..40).prop_map(move |(pick, k)| {
             Op::Reschedule { pick, offset_ms: signed_step(k) }
         }),
+        1 => (any::<prop::sample::Index>(), 0u64..40)
+            .prop_map(move |(pick, k)| Op::RescheduleAfter { pick, delay_ms: step(k) }),
         1 => (any::<prop::sample::Index>(), any::<prop::sample::Index>())
             .prop_map(|(pick, other)| Op::RescheduleTie { pick, other }),
         6 => (0u64..30).prop_map(move |k| Op::Advance { ms: step(k) }),
@@ -575,6 +583,18 @@ fn step(real: &mut Real, model: &mut Model, op: &Op) -> Result<(), TestCaseError
                     real.futures[i].reschedule(at),
                     model.reschedule(i, deadline),
                     "reschedule {}",
+                    i
+                );
+            }
+        }
+        Op::RescheduleAfter { pick, delay_ms } => {
+            if !real.futures.is_empty() {
+                let i = pick.index(real.futures.len());
+                let deadline = model.at(delay_ms as i64);
+                prop_assert_eq!(
+                    real.futures[i].reschedule_after(ms(delay_ms)),
+                    model.reschedule(i, deadline),
+                    "reschedule_after {}",
                     i
                 );
             }

@@ -424,6 +424,77 @@ fn a_rescheduled_task_goes_behind_tasks_with_the_same_deadline() {
 }
 
 #[test]
+fn reschedule_after_counts_the_delay_from_the_executors_clock() {
+    let clock = ManualClock::new();
+    let t0 = clock.now();
+    let pool = pool(&clock, 1);
+    let fut = pool.schedule(ms(100), || 1).unwrap();
+    clock.advance(ms(30));
+    assert!(fut.reschedule_after(ms(50)), "later");
+    assert_eq!(fut.deadline(), t0 + ms(80));
+    clock.advance(ms(49));
+    assert!(pool.wait_idle(LONG));
+    assert!(!fut.is_done(), "not before its new deadline");
+    clock.advance(ms(1));
+    assert!(fut.wait_timeout(LONG));
+    assert_eq!(fut.get().unwrap(), 1);
+
+    let handle_side = pool.schedule(ms(500), || 2).unwrap();
+    assert!(
+        handle_side.cancel_handle().reschedule_after(ms(10)),
+        "earlier, through a CancelHandle"
+    );
+    assert_eq!(handle_side.deadline(), t0 + ms(90));
+    clock.advance(ms(10));
+    assert_eq!(handle_side.get().unwrap(), 2);
+
+    let zero = pool.schedule(ms(500), || 3).unwrap();
+    assert!(zero.reschedule_after(Duration::ZERO), "due now");
+    assert_eq!(zero.get().unwrap(), 3, "runs without the clock moving");
+}
+
+#[test]
+fn a_task_rescheduled_after_a_delay_goes_behind_tasks_with_the_same_deadline() {
+    let clock = ManualClock::new();
+    let pool = pool(&clock, 1);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let push = |name: &'static str| {
+        let order = order.clone();
+        move || order.lock().unwrap().push(name)
+    };
+    let a = pool.schedule(ms(10), push("a")).unwrap();
+    let b = pool.schedule(ms(10), push("b")).unwrap();
+    pool.schedule(ms(10), push("c")).unwrap();
+    assert!(b.reschedule_after(ms(10))); // the same deadline, a new sequence number
+    assert!(a.reschedule_after(ms(10)));
+    clock.advance(ms(10));
+    assert!(pool.wait_idle(LONG));
+    assert_eq!(*order.lock().unwrap(), vec!["c", "b", "a"]);
+}
+
+#[test]
+fn reschedule_after_returns_false_when_it_cannot_apply() {
+    let clock = ManualClock::new();
+    let pool = pool(&clock, 1);
+    let done = pool.submit(|| ()).unwrap();
+    assert!(done.wait_timeout(LONG));
+    assert!(!done.reschedule_after(ms(1)), "finished");
+    let cancelled = pool.schedule(ms(5), || ()).unwrap();
+    assert!(cancelled.cancel());
+    assert!(!cancelled.reschedule_after(ms(1)), "cancelled");
+    assert!(
+        !cancelled.cancel_handle().reschedule_after(ms(1)),
+        "cancelled, through a handle"
+    );
+    let pending = pool.schedule(ms(50), || ()).unwrap();
+    assert_eq!(pool.shutdown_now().len(), 1);
+    assert!(
+        !pending.reschedule_after(ms(1)),
+        "handed out by shutdown_now"
+    );
+}
+
+#[test]
 fn reschedule_of_a_running_periodic_task_moves_its_next_run() {
     let clock = ManualClock::new();
     let t0 = clock.now();

@@ -193,15 +193,16 @@ impl Shared {
         T: Send + 'static,
         N: Label,
     {
-        let task: TypedTask<T> = match submitter_span() {
-            None => TaskRef::new_typed(OnceTask::named(deadline, task, name)),
-            Some(parent) => TaskRef::new_typed(OnceTask::named(
+        // The future's reference and the queue's, counted as two from the start.
+        let (task, queued): (TypedTask<T>, TaskRef) = match submitter_span() {
+            None => TaskRef::new_typed_pair(OnceTask::named(deadline, task, name)),
+            Some(parent) => TaskRef::new_typed_pair(OnceTask::named(
                 deadline,
                 Linked { body: task, parent },
                 name,
             )),
         };
-        match self.submit(task.task().clone(), now, true) {
+        match self.submit(queued, now, true) {
             Ok(stripe) => Ok((task, stripe.unwrap_or_else(|| Stripe::new(self.clone())))),
             Err(err) => {
                 crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
@@ -312,8 +313,8 @@ impl Shared {
         let mut stripe = None;
         let typed = match ended {
             None => {
-                let typed = TaskRef::new_typed(task);
-                match self.submit(typed.task().clone(), Some(now), true) {
+                let (typed, queued) = TaskRef::new_typed_pair(task);
+                match self.submit(queued, Some(now), true) {
                     Ok(s) => stripe = s,
                     Err(err) => {
                         crate::task::drop_quietly(typed); // contain a panicking Drop
@@ -529,12 +530,15 @@ impl Shared {
     }
 
     /// Moves the next run of a task to `at`; see `ScheduledFuture::reschedule`. O(log n).
-    pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
+    /// `now`: the caller's reading of the clock, if it made one for `at`
+    /// (`reschedule_after`); the sequence number is stamped with it instead of a second
+    /// reading (Q3 holds: the reading was made within this operation).
+    pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks, now: Option<Ticks>) -> bool {
         let header = job.header();
         let mut q = self.queue.lock(header.home()); // T4: the home shard
         match header.state() {
             State::Scheduled if q.contains_tracked(&header.position) => {
-                let seq = q.next_seq(None);
+                let seq = q.next_seq(now);
                 // A due head moving away wakes `wait_idle` (sharded.rs).
                 q.update_tracked(&header.position, |e| {
                     e.deadline = at;
@@ -904,8 +908,8 @@ impl<C: Core> Host for C {
         Shared::cancel(self.core(), job, interrupt)
     }
 
-    fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool {
-        Shared::reschedule(self.core(), job, at)
+    fn reschedule(&self, job: &dyn Job, at: Ticks, now: Option<Ticks>) -> bool {
+        Shared::reschedule(self.core(), job, at, now)
     }
 
     fn deadline_of(&self, job: &dyn Job) -> Ticks {

@@ -358,8 +358,10 @@ pub(crate) trait Host: Send + Sync {
     /// Cancels `job` (`ScheduledFuture::cancel`); with `interrupt`, a running one-shot
     /// too (`ScheduledFuture::interrupt`). `true` if this call cancelled it.
     fn cancel(&self, job: &dyn Job, interrupt: bool) -> bool;
-    /// Moves `job`'s next run to `at` (`ScheduledFuture::reschedule`).
-    fn reschedule(&self, job: &dyn Job, at: Ticks) -> bool;
+    /// Moves `job`'s next run to `at` (`ScheduledFuture::reschedule`); `now`, a reading
+    /// of the pool's clock the caller made for `at`, stamps the move's sequence number
+    /// (`None`: the queue reads the clock).
+    fn reschedule(&self, job: &dyn Job, at: Ticks, now: Option<Ticks>) -> bool;
     /// `job`'s deadline, in its queue node or its header (T4).
     fn deadline_of(&self, job: &dyn Job) -> Ticks;
     /// Runs `job` once on this thread and then ends it (`PendingTask::run`).

@@ -165,13 +165,15 @@ const MAX_REFS: u32 = u32::MAX / 2;
 impl TaskRef {
     /// Boxes `task` and returns its first reference.
     pub(crate) fn new<J: Task>(task: J) -> TaskRef {
-        TaskRef::boxed(task, vtable::<J>())
+        TaskRef::boxed(task, vtable::<J>(), 1)
     }
 
-    /// Boxes `task` with `vtable` (made for `J`: R2) and returns its first reference.
-    fn boxed<J: Task>(mut task: J, vtable: &'static VTable) -> TaskRef {
+    /// Boxes `task` with `vtable` (made for `J`: R2) and returns its first reference,
+    /// with the count at `refs`: the caller makes the other `refs - 1` references from
+    /// this pointer before anything else sees it (R3).
+    fn boxed<J: Task>(mut task: J, vtable: &'static VTable, refs: u32) -> TaskRef {
         task.header_mut().vtable = vtable; // R2, before it is shared
-        task.header_mut().refs = AtomicU32::new(1); // R3
+        task.header_mut().refs = AtomicU32::new(refs); // R3, with the caller's copies
         let boxed = Box::new(task);
         // R1: the header must sit at the start of the box for the casts in `job` and
         // `dealloc`. A task type's layout fixes it; this keeps a wrong one from compiling
@@ -191,9 +193,27 @@ impl TaskRef {
     /// Boxes `task` and returns a reference that also knows its output type.
     pub(crate) fn new_typed<T: 'static, J: Task + TypedJob<T>>(task: J) -> TypedTask<T> {
         TypedTask {
-            task: TaskRef::boxed(task, typed_vtable::<T, J>()),
+            task: TaskRef::boxed(task, typed_vtable::<T, J>(), 1),
             _output: PhantomData,
         }
+    }
+
+    /// Boxes `task` and returns two references, the future's (typed) and the queue's,
+    /// with the count written as 2 before the task is shared: what
+    /// `new_typed(task)` and a `clone` give, without the clone's atomic increment.
+    pub(crate) fn new_typed_pair<T: 'static, J: Task + TypedJob<T>>(
+        task: J,
+    ) -> (TypedTask<T>, TaskRef) {
+        let first = TaskRef::boxed(task, typed_vtable::<T, J>(), 2);
+        // R3: the count already holds this second reference.
+        let second = TaskRef { ptr: first.ptr };
+        (
+            TypedTask {
+                task: first,
+                _output: PhantomData,
+            },
+            second,
+        )
     }
 
     /// The task's header, without a call through its vtable.
@@ -569,6 +589,28 @@ mod tests {
         assert_eq!(drops.load(Ordering::SeqCst), 0);
         drop(t);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_pair_is_two_references_to_one_task() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let guard = DropCount(drops.clone());
+        let (typed, queued) = TaskRef::new_typed_pair(OnceTask::new(5, Plain(move || drop(guard))));
+        assert!(TaskRef::ptr_eq(typed.task(), &queued));
+        assert_eq!(queued.header().refs.load(Ordering::Relaxed), 2);
+        drop(queued);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            0,
+            "the future's reference is left"
+        );
+        assert_eq!(typed.header().refs.load(Ordering::Relaxed), 1);
+        drop(typed);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "freed with the closure, once"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! read, as `ScheduledThreadPoolExecutor.schedule(task, delay, unit)` does in Java; the
 //! workloads compute their reference deadline (for lateness) just before the call.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a workload needs from a scheduler.
 pub trait System: Sync + Sized {
@@ -125,19 +125,20 @@ impl System for Schedpool {
         Some(h.cancel())
     }
 
-    /// `ScheduledFuture::reschedule` moves the queued task (same handle, same closure). If
-    /// it refuses (the task already started: the producer was off the CPU past the
-    /// deadline), a new task takes its place, as the default does.
+    /// `ScheduledFuture::reschedule_after` moves the queued task (same handle, same
+    /// closure) to `delay` from the executor's clock, read once, as the peers' `schedule`
+    /// reads theirs once. If it refuses (the task already started: the producer was off
+    /// the CPU past the deadline), a new task takes its place, as the default does.
     fn rearm<F: FnOnce() + Send + 'static>(
         &self,
         h: &mut Self::Handle,
         delay: Duration,
         f: F,
     ) -> &'static str {
-        if !h.reschedule(Instant::now() + delay) {
+        if !h.reschedule_after(delay) {
             *h = self.schedule(delay, f);
         }
-        "reschedule"
+        "reschedule_after"
     }
 
     fn pending(&self) -> Option<usize> {
