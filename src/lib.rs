@@ -48,7 +48,8 @@
 //! [`ScheduledThreadPoolExecutor::schedule_periodic`] takes a [`Periodic`] spec: a
 //! missed-tick policy ([`MissedTicks`]), a user [`Trigger`] (or, with the cargo feature
 //! `cron`, a `CronTrigger`), a panic policy ([`OnPanic`]), `max_lateness` and `max_runs`.
-//! [`ScheduledFuture::reschedule`] moves a pending or running task in O(log n);
+//! [`ScheduledFuture::reschedule`] moves a pending or running task in O(log n)
+//! ([`reschedule_after`](ScheduledFuture::reschedule_after): by a delay from now);
 //! [`ScheduledThreadPoolExecutor::wait_idle`] waits until nothing is due or running, which
 //! makes `ManualClock` tests of multi-threaded pools deterministic; [`PoolStats`] reports
 //! late and skipped runs and a lateness summary.
