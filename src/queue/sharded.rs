@@ -125,8 +125,10 @@ pub(crate) struct ShardState<E: Tracked, X> {
 /// The sharded queue (module notes).
 pub(crate) struct ShardedQueue<E: Tracked, X> {
     shards: Box<[CachePadded<Shard<E, X>>]>,
-    /// The coordinator: the waiting takers' state (Q5, `waiters.rs`).
-    coord: Mutex<Waiters>,
+    /// The coordinator: the waiting takers' state (Q5, `waiters.rs`). Padded, as
+    /// `wake_at`, `seq` and `active` are: takers write it as they go to wait, and what
+    /// every submission reads (`shards`, `clock`) must not share its lines.
+    coord: CachePadded<Mutex<Waiters>>,
     /// The takers' condition variables, on the coordinator mutex.
     signals: Signals,
     /// `wait_idle`'s wait, on the coordinator mutex.
@@ -135,8 +137,9 @@ pub(crate) struct ShardedQueue<E: Tracked, X> {
     wake_at: CachePadded<AtomicU64>,
     /// Next FIFO stamp on a `ManualClock` (Q3; the real clock stamps with its readings).
     seq: CachePadded<AtomicU64>,
-    /// Takes not yet finished (Q4).
-    active: AtomicUsize,
+    /// Takes not yet finished (Q4). Padded: every take and every finish writes it, and
+    /// unpadded it shared a line with `clock`, which every submission and take reads.
+    active: CachePadded<AtomicUsize>,
     /// Threads in `wait_idle`.
     idle_waiters: AtomicUsize,
     clock: Clock,
@@ -190,12 +193,12 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
                     })
                 })
                 .collect(),
-            coord: Mutex::new(Waiters::new(spin, precision)),
+            coord: CachePadded::new(Mutex::new(Waiters::new(spin, precision))),
             signals: Signals::new(),
             idle_cv: Condvar::new(),
             wake_at: CachePadded::new(AtomicU64::new(0)),
             seq: CachePadded::new(AtomicU64::new(0)),
-            active: AtomicUsize::new(0),
+            active: CachePadded::new(AtomicUsize::new(0)),
             idle_waiters: AtomicUsize::new(0),
             clock,
         }
