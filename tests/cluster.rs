@@ -737,6 +737,62 @@ fn catch_up_runs_a_missed_job_once_at_once_then_keeps_the_schedule() {
     c.close();
 }
 
+/// `Exclusive::catch_up` of a fixed-rate job whose first deadline here is less than a
+/// period away: after the run at once, the next run is that first deadline (the job's
+/// grid), not one period after the catch-up run.
+#[test]
+fn catch_up_keeps_a_first_deadline_nearer_than_a_period() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let spec = || {
+        Periodic::at_fixed_rate(PERIOD)
+            .initial_delay(sec(3))
+            .exclusive(Exclusive::new(lock.clone(), "grid", sec(60)).catch_up())
+    };
+    let start = |runs: &Arc<AtomicU64>| {
+        let pool = node(&clock);
+        let r = runs.clone();
+        let fut = pool
+            .schedule_periodic(spec(), move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        (pool, fut)
+    };
+
+    // Node A runs the job once, at t = 3 s, and goes down.
+    let runs_a = Arc::new(AtomicU64::new(0));
+    let (a, fut_a) = start(&runs_a);
+    clock.advance(sec(3));
+    assert!(wait_until(|| runs_a.load(Ordering::SeqCst) == 1));
+    fut_a.cancel();
+    a.close();
+    clock.advance(sec(17)); // t = 20 s: the last run is 17 s old
+
+    // Node B catches up at once; its first deadline as scheduled is 23 s.
+    let runs_b = Arc::new(AtomicU64::new(0));
+    let (b, fut_b) = start(&runs_b);
+    assert!(
+        wait_until(|| runs_b.load(Ordering::SeqCst) == 1),
+        "caught up at once"
+    );
+    assert!(b.wait_idle(BOUND));
+    clock.advance(sec(3)); // t = 23 s
+    assert!(b.wait_idle(BOUND));
+    assert_eq!(
+        runs_b.load(Ordering::SeqCst),
+        2,
+        "the first deadline as scheduled, 3 s after the catch-up run"
+    );
+    clock.advance(sec(9)); // t = 32 s
+    assert!(b.wait_idle(BOUND));
+    assert_eq!(runs_b.load(Ordering::SeqCst), 2, "next at 33 s");
+    clock.advance(sec(1));
+    assert!(wait_until(|| runs_b.load(Ordering::SeqCst) == 3));
+    fut_b.cancel();
+    b.close();
+}
+
 /// A store that keeps no time of its last acquisition: the task is scheduled as usual.
 #[test]
 fn catch_up_with_a_store_that_cannot_tell_schedules_as_usual() {
