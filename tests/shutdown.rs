@@ -1482,3 +1482,65 @@ fn names_show_in_the_debug_of_the_pool_and_of_futures() {
     assert!(format!("{h:?}").contains("\"invoice\""), "{h:?}");
     drop(pool.shutdown_now());
 }
+
+/// Collects the messages of the `schedpool` events logged on the thread it is the default
+/// subscriber of (`tracing::subscriber::with_default`).
+#[derive(Default)]
+struct Messages(Mutex<Vec<String>>);
+
+impl tracing::Subscriber for Messages {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target() == "schedpool"
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut m = Message(String::new());
+        event.record(&mut m);
+        self.0.lock().unwrap().push(m.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// The `info` line of a shutdown is written by the call that shuts the pool down, once:
+/// `shutdown_now` on a running pool writes its own, a later `shutdown_now` none;
+/// `shutdown` likewise; and a `shutdown_now` after `shutdown` none either.
+#[test]
+fn the_shutdown_lines_are_written_once_by_the_call_that_shuts_down() {
+    let messages = Arc::new(Messages::default());
+    let count = |line: &str| {
+        let seen = messages.0.lock().unwrap();
+        seen.iter().filter(|m| *m == line).count()
+    };
+    let (now_line, line) = ("executor shut down (shutdown_now)", "executor shut down");
+    let (_clock, stopped) = manual_pool(1);
+    let (_clock2, shut) = manual_pool(1);
+    let guard = tracing::subscriber::set_default(messages.clone());
+    drop(stopped.shutdown_now());
+    assert_eq!(count(now_line), 1, "the first shutdown_now writes its line");
+    drop(stopped.shutdown_now());
+    assert_eq!(count(now_line), 1, "a second one does not");
+    shut.shutdown();
+    assert_eq!(count(line), 1, "the first shutdown writes its line");
+    shut.shutdown();
+    drop(shut.shutdown_now());
+    drop(guard);
+    assert_eq!(
+        (count(line), count(now_line)),
+        (1, 1),
+        "no line from a later shutdown or shutdown_now"
+    );
+    assert!(stopped.await_termination(BOUND) && shut.await_termination(BOUND));
+}
