@@ -71,6 +71,22 @@ fn warned(message: &str, lock: &str, error: &str) -> bool {
         .any(|(m, l, e)| m.starts_with(message) && l == lock && e.contains(error))
 }
 
+/// A node on `clock` running `spec`, each run counted in `runs`.
+fn counting_node(
+    clock: &ManualClock,
+    spec: Periodic,
+    runs: &Arc<AtomicU64>,
+) -> (ScheduledThreadPoolExecutor, schedpool::ScheduledFuture<()>) {
+    let pool = node(clock);
+    let r = runs.clone();
+    let fut = pool
+        .schedule_periodic(spec, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    (pool, fut)
+}
+
 fn node(clock: &ManualClock) -> ScheduledThreadPoolExecutor {
     ScheduledThreadPoolExecutor::builder()
         .core_pool_size(1)
@@ -674,16 +690,7 @@ fn catch_up_runs_a_missed_job_once_at_once_then_keeps_the_schedule() {
             .initial_delay(PERIOD)
             .exclusive(Exclusive::new(lock.clone(), "nightly", sec(60)).catch_up())
     };
-    let start = |runs: &Arc<AtomicU64>| {
-        let pool = node(&clock);
-        let r = runs.clone();
-        let fut = pool
-            .schedule_periodic(spec(), move || {
-                r.fetch_add(1, Ordering::SeqCst);
-            })
-            .unwrap();
-        (pool, fut)
-    };
+    let start = |runs: &Arc<AtomicU64>| counting_node(&clock, spec(), runs);
 
     // A job never run: nothing to catch up.
     let runs_a = Arc::new(AtomicU64::new(0));
@@ -749,16 +756,7 @@ fn catch_up_keeps_a_first_deadline_nearer_than_a_period() {
             .initial_delay(sec(3))
             .exclusive(Exclusive::new(lock.clone(), "grid", sec(60)).catch_up())
     };
-    let start = |runs: &Arc<AtomicU64>| {
-        let pool = node(&clock);
-        let r = runs.clone();
-        let fut = pool
-            .schedule_periodic(spec(), move || {
-                r.fetch_add(1, Ordering::SeqCst);
-            })
-            .unwrap();
-        (pool, fut)
-    };
+    let start = |runs: &Arc<AtomicU64>| counting_node(&clock, spec(), runs);
 
     // Node A runs the job once, at t = 3 s, and goes down.
     let runs_a = Arc::new(AtomicU64::new(0));

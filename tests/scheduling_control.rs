@@ -23,6 +23,12 @@ fn pool(clock: &ManualClock, threads: usize) -> ScheduledThreadPoolExecutor {
         .build()
 }
 
+/// A task that appends `name` to `order` when it runs.
+fn recorder(order: &Arc<Mutex<Vec<&'static str>>>, name: &'static str) -> impl FnOnce() + Send {
+    let order = order.clone();
+    move || order.lock().unwrap().push(name)
+}
+
 /// Milliseconds of `clock` since `t0`.
 fn at(clock: &ManualClock, t0: Instant) -> u64 {
     (clock.now() - t0).as_millis() as u64
@@ -411,10 +417,7 @@ fn a_rescheduled_task_goes_behind_tasks_with_the_same_deadline() {
     let t0 = clock.now();
     let pool = pool(&clock, 1);
     let order = Arc::new(Mutex::new(Vec::new()));
-    let push = |name: &'static str| {
-        let order = order.clone();
-        move || order.lock().unwrap().push(name)
-    };
+    let push = |name: &'static str| recorder(&order, name);
     let a = pool.schedule(ms(10), push("a")).unwrap();
     pool.schedule(ms(10), push("b")).unwrap();
     assert!(a.reschedule(t0 + ms(10))); // same deadline, new sequence number
@@ -458,10 +461,7 @@ fn a_task_rescheduled_after_a_delay_goes_behind_tasks_with_the_same_deadline() {
     let clock = ManualClock::new();
     let pool = pool(&clock, 1);
     let order = Arc::new(Mutex::new(Vec::new()));
-    let push = |name: &'static str| {
-        let order = order.clone();
-        move || order.lock().unwrap().push(name)
-    };
+    let push = |name: &'static str| recorder(&order, name);
     let a = pool.schedule(ms(10), push("a")).unwrap();
     let b = pool.schedule(ms(10), push("b")).unwrap();
     pool.schedule(ms(10), push("c")).unwrap();
