@@ -91,6 +91,17 @@
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+/// Records a pool thread's state change for the tail analysis (`probe.rs`); nothing unless
+/// the crate is built with `--cfg schedpool_probe`.
+macro_rules! probe {
+    ($state:ident) => {
+        #[cfg(all(schedpool_probe, not(loom)))]
+        {
+            let _ = $crate::probe::set($crate::probe::State::$state);
+        }
+    };
+}
+
 mod builder;
 mod clock;
 pub mod cluster;
@@ -105,6 +116,9 @@ mod named;
 mod periodic;
 mod pool;
 mod priority_queue;
+#[cfg(all(schedpool_probe, not(loom)))]
+#[doc(hidden)]
+pub mod probe;
 mod queue;
 mod stats;
 mod sync;

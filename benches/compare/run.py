@@ -17,7 +17,8 @@ Environment:
   COMPARE_REPEATS=N        processes per (system, workload); default 3 (1 when quick)
   COMPARE_REPEATS_W5=N     per-workload override (W1..W9, SCALING)
   COMPARE_SYSTEMS=a,b      subset of: schedpool,stp,tokio,stpe17,stpe25,fjp25
-  COMPARE_WORKLOADS=a,b    subset of: w1,w2,w3,w4,w5,w6,w7,w8,w9,scaling
+  COMPARE_WORKLOADS=a,b    subset of: w1,w2,w2n,w3,w4,w5,w6,w7,w8,w9,scaling
+                           (w2n: W2 beside a CPU-bound neighbour process)
   COMPARE_DOC=path         document to update (default docs/BENCHMARKS.md; for a quick
                            run results/BENCHMARKS.quick.md, so a smoke test never
                            overwrites the published figures)
@@ -68,10 +69,13 @@ SYSTEMS = [
 LABEL = {s[0]: s[1] for s in SYSTEMS}
 PEERS = [s[0] for s in SYSTEMS if s[0] != "schedpool"]
 
-WORKLOADS = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "scaling"]
+WORKLOADS = ["w1", "w2", "w2n", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "scaling"]
+# Workloads that run another's program beside a CPU-bound neighbour process (`neighbour`).
+NEIGHBOURED = {"w2n": "w2"}
 TITLES = {
     "w1": "W1 burst — 1,000,000 zero-delay tasks from one producer",
     "w2": "W2 delayed — 200,000 tasks, delays uniform in [0, 1 s)",
+    "w2n": "W2 beside a neighbour — W2 with one CPU-bound process on the machine",
     "w3": "W3 cancel — 1,000,000 tasks due in 1–2 h, all cancelled in shuffled order",
     "w4": "W4 timeouts — 2 producers × 500,000 schedule(50 ms) + cancel, every 100th fires",
     "w5": "W5 periodic — 1,000 tasks every 10 ms for 3 s",
@@ -86,6 +90,7 @@ TITLES = {
 QUICK_TITLES = {
     "w1": "W1 burst — 50,000 zero-delay tasks from one producer",
     "w2": "W2 delayed — 10,000 tasks, delays uniform in [0, 1 s)",
+    "w2n": "W2 beside a neighbour — W2 (10,000 tasks) with one CPU-bound process on the machine",
     "w3": "W3 cancel — 50,000 tasks due in 1–2 h, all cancelled in shuffled order",
     "w4": "W4 timeouts — 2 producers × 25,000 schedule(50 ms) + cancel, every 100th fires",
     "w5": "W5 periodic — 1,000 tasks every 10 ms for 1 s",
@@ -173,12 +178,18 @@ METRICS = {
     ],
 }
 
+METRICS["w2n"] = [m for m in METRICS["w2"] if m[0] != "schedule_ns_per_op"]
+
 NOTES = {
     "w1": "Throughput = N / (time the N-th task ran − first submit). Every system is called "
           "through its delayed-schedule API with delay 0 (tokio: `spawn` + `sleep_until(now)`).",
     "w2": "Lateness = clock read at the start of the task − (clock read just before `schedule` "
           "+ delay), same clock (CLOCK_MONOTONIC) on both sides. tokio's timer has 1 ms "
           "resolution and rounds deadlines up.",
+    "w2n": "W2's program, run while a second process spins on one CPU (a busy loop the "
+           "harness starts before the run and kills after it), as a service that shares its "
+           "cores with other work. With 2 workers and the producer, four threads want the 2 "
+           "CPUs while tasks fall due during submission, and three afterwards.",
     "w3": "Memory deltas exclude the caller's slot holding the handle (allocated beforehand on "
           "both sides). Rust RSS is read after `malloc_trim(0)`; \"counted heap\" is the net "
           "bytes requested from the allocator (no malloc headers or caching), the closer "
@@ -382,7 +393,7 @@ def run_process(cmd, timeout):
 def system_command(system, workload, binary, jdks, classes, quick=False):
     """The command line that runs `workload` on `system` (None: its JDK is missing)."""
     runtime, name = next((r, n) for s, _, r, n in SYSTEMS if s == system)
-    tail = [name, workload] + (["--quick"] if quick else [])
+    tail = [name, NEIGHBOURED.get(workload, workload)] + (["--quick"] if quick else [])
     if runtime == "rust":
         return [str(binary)] + tail
     major = int(runtime[4:])
@@ -446,7 +457,8 @@ def run_plan(plan, command, out, timeout):
         if cmd is None:
             continue
         t0 = time.monotonic()
-        result = run_process(cmd, timeout)
+        with neighbour(workload in NEIGHBOURED):
+            result = run_process(cmd, timeout)
         wall = time.monotonic() - t0
         row = {"system": system, "workload": workload, "repeat": rep,
                "wall_s": round(wall, 1), "result": result}
@@ -456,6 +468,26 @@ def run_plan(plan, command, out, timeout):
         status = result.get("error", "ok")
         log(f"[{i}/{len(plan)}] {workload:8} {system:10} #{rep + 1}  {wall:6.1f} s  {status}")
     return rows
+
+
+class neighbour:
+    """A CPU-bound process beside a run (`with neighbour(on):`): a busy loop in another
+    Python interpreter, started before the run and killed after it."""
+
+    def __init__(self, on):
+        self.on, self.proc = on, None
+
+    def __enter__(self):
+        if self.on:
+            self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            time.sleep(0.2)  # running before the measured program starts
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+        return False
 
 
 def env_list(var, default):
@@ -637,6 +669,21 @@ def targets(data, scaling_series, sizes):
         if v is not None:
             rows.append((f"W2 lateness {key[5:8]} ≤ {limit} µs", f"{fmt_num(v)} µs",
                          verdict(v <= limit)))
+    # The tail against the one-lock peer, in the same run (issue "On time under load").
+    for workload, name in (("w2", "W2"), ("w2n", "W2 beside a neighbour")):
+        for key, label, factor in (("late_p50_us", "p50", 1), ("late_p99_us", "p99", 1),
+                                   ("late_p999_us", "p99.9", 2), ("late_max_us", "max", 3)):
+            v = med(data, workload, "schedpool", key)
+            p = med(data, workload, "stp", key)
+            if v is not None and p:
+                bound = "scheduled-thread-pool's" if factor == 1 else f"{factor}× scheduled-thread-pool's"
+                rows.append((f"{name} lateness {label} ≤ {bound}",
+                             f"{fmt_num(v)} vs {fmt_num(p)} µs", verdict(v <= factor * p)))
+    v = med(data, "w6", "schedpool", "late_p99_us")
+    bp, who = best_peer("w6", "late_p99_us", lowest=True)
+    if v is not None and bp:
+        rows.append(("W6 lateness p99 ≤ the best peer's", f"{fmt_num(v)} vs {fmt_num(bp)} µs "
+                     f"({LABEL[who]})", verdict(v <= bp)))
     sp = med(data, "w3", "schedpool", "cancel_ns_per_op")
     j17 = med(data, "w3", "stpe17", "cancel_ns_per_op")
     if sp and j17:

@@ -117,7 +117,9 @@ fn run_task(
         pool: Some(shared),
         on_worker: true,
     };
+    probe!(Run);
     let report = span.in_scope(|| job.run(&env));
+    probe!(Take);
     if report.ran {
         shared.lateness.record(index, now.saturating_sub(deadline));
         if lateness > shared.config.late_threshold {

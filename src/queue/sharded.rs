@@ -145,6 +145,32 @@ pub(crate) struct ShardedQueue<E: Tracked, X> {
     clock: Clock,
 }
 
+/// Which lock a thread waits for, for the probe (`probe.rs`).
+#[derive(Clone, Copy)]
+enum Contended {
+    Shard,
+    Coord,
+}
+
+/// Locks `m`; with `--cfg schedpool_probe`, a contended wait is recorded as `which`.
+#[inline]
+fn lock_as<T>(m: &Mutex<T>, which: Contended) -> MutexGuard<'_, T> {
+    #[cfg(all(schedpool_probe, not(loom)))]
+    {
+        use crate::probe::{self, State};
+        let state = match which {
+            Contended::Shard => State::ShardLock,
+            Contended::Coord => State::CoordLock,
+        };
+        probe::lock(m, state)
+    }
+    #[cfg(not(all(schedpool_probe, not(loom))))]
+    {
+        let _ = which;
+        m.lock()
+    }
+}
+
 thread_local! {
     /// This thread's shard number (modulo a queue's shard count); assigned on first use.
     static LOCAL_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -236,8 +262,14 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             queue: self,
             shard,
             index,
-            state: Some(shard.state.lock()),
+            state: Some(lock_as(&shard.state, Contended::Shard)),
         }
+    }
+
+    /// Locks the coordinator.
+    #[inline]
+    fn coord(&self) -> MutexGuard<'_, Waiters> {
+        lock_as(&self.coord, Contended::Coord)
     }
 
     /// Locks every shard, in index order.
@@ -286,13 +318,13 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     /// Wakes one waiter after a new earliest head (Q1, W2): the leader, or a follower.
     #[cold]
     fn signal(&self) {
-        let c = self.coord.lock();
+        let c = self.coord();
         self.signals.head_changed(&c, true);
     }
 
     /// Wakes every waiting taker; each re-checks its condition.
     pub(crate) fn wake_all(&self) {
-        let _c = self.coord.lock(); // a taker between its check and its wait holds it
+        let _c = self.coord(); // a taker between its check and its wait holds it
         self.signals.wake_all();
     }
 
@@ -410,7 +442,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             if let Some((entry, now)) = self.pop_due() {
                 return Take::Item(entry, now);
             }
-            let mut c = self.coord.lock();
+            let mut c = self.coord();
             if stop(self.is_empty_hint()) {
                 return Take::Stopped;
             }
@@ -457,7 +489,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     #[inline]
     fn notify_idle(&self) {
         if self.idle_waiters.load(Ordering::Acquire) > 0 {
-            let _c = self.coord.lock(); // a waiter between its check and its wait holds it
+            let _c = self.coord(); // a waiter between its check and its wait holds it
             self.idle_cv.notify_all();
         }
     }
@@ -465,7 +497,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     /// Waits until no entry is due and no take is in progress (`wait_idle`); `false` if
     /// `until` passed first.
     pub(crate) fn wait_idle(&self, until: Option<Instant>) -> bool {
-        let mut c = self.coord.lock();
+        let mut c = self.coord();
         self.idle_waiters.fetch_add(1, Ordering::AcqRel);
         let idle = loop {
             let idle = {
@@ -502,7 +534,7 @@ impl<E: Timed + Tracked, X> HandOn for &ShardedQueue<E, X> {
     fn hand_on(&mut self) {
         // Acquire: a hint (Q1's publish is the RMW under the coordinator).
         if self.wake_at.load(Ordering::Acquire) == EMPTY && !self.is_empty_hint() {
-            let c = self.coord.lock();
+            let c = self.coord();
             self.signals.hand_on(&c, !self.is_empty_hint());
         }
     }
@@ -512,7 +544,7 @@ impl<E: Timed + Tracked + Send, X: Send> AdvanceListener for ShardedQueue<E, X> 
     /// C3 (`clock.rs`): the time moved; the leader re-reads it, or with no leader one
     /// follower takes the lead of a head that may now be due.
     fn on_advance(&self) {
-        let c = self.coord.lock();
+        let c = self.coord();
         self.signals.head_changed(&c, !self.is_empty_hint());
         // `wait_idle` re-checks for due entries too.
         drop(c);

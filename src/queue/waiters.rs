@@ -259,16 +259,22 @@ impl Taker {
             } else if self.real {
                 let plan = waiters(guard).park.plan_lead(clock, h, timeout);
                 match plan {
-                    Lead::Sleep(until) => wait(&signals.leader_cv, guard, until),
+                    Lead::Sleep(until) => {
+                        probe!(LeaderSleep);
+                        wait(&signals.leader_cv, guard, until)
+                    }
                     Lead::Spin(until) => {
+                        probe!(LeaderSpin);
                         let spun = unlocked(guard, || park::spin(&signals.head_changes, until));
                         waiters(guard).park.charge_lead(spun);
                         timeout.is_some_and(|t| Instant::now() >= t)
                     }
                 }
             } else {
+                probe!(LeaderSleep);
                 wait(&signals.leader_cv, guard, timeout)
             };
+            probe!(Take);
             let w = waiters(guard);
             w.leader = false; // W1: cleared by the leader itself
             w.lead_until = NO_HEAD;
@@ -285,15 +291,21 @@ impl Taker {
                     // parking (`park.rs`). With a head, the leader's plan covers it.
                     Some(until) => {
                         self.spun = true;
+                        probe!(IdleSpin);
                         let spun = unlocked(guard, || park::spin(&signals.head_changes, until));
                         waiters(guard).park.end_idle_spin(spun);
                         timeout.is_some_and(|t| Instant::now() >= t)
                     }
-                    None => wait(&signals.followers_cv, guard, timeout),
+                    None => {
+                        probe!(FollowerSleep);
+                        wait(&signals.followers_cv, guard, timeout)
+                    }
                 }
             } else {
+                probe!(FollowerSleep);
                 wait(&signals.followers_cv, guard, timeout)
             };
+            probe!(Take);
             let w = waiters(guard);
             w.followers -= 1;
             sync(w);

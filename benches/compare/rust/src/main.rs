@@ -8,6 +8,7 @@
 //! `w5`/`periodic`, `w6`/`wake`, `w7`/`producers`, `w8`/`rearm`, `w9`/`idle`, `scaling`.
 
 mod systems;
+mod trace;
 mod util;
 mod workloads;
 
@@ -52,6 +53,7 @@ fn main() {
         std::process::exit(2);
     };
     let p = Params::new(quick);
+    trace::init();
     let result = match system {
         "schedpool" => run::<Schedpool>(workload, &p),
         "stp" => run::<Stp>(workload, &p),

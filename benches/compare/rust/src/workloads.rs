@@ -18,6 +18,7 @@ use std::sync::{mpsc, Barrier};
 use std::time::Duration;
 
 use crate::systems::System;
+use crate::trace;
 use crate::util::*;
 
 const WORKERS: usize = 2;
@@ -191,6 +192,8 @@ struct Delayed {
     worker: Vec<AtomicU64>,
     left: AtomicU64,
     done: Latch,
+    /// Each task's end and thread id, with `COMPARE_TRACE` (`trace.rs`).
+    trace: trace::Tasks,
 }
 
 /// A number per thread that runs a task (1, 2, …), assigned on first use.
@@ -306,6 +309,7 @@ pub fn delayed<S: System>(p: &Params) -> Json {
         worker: (0..n).map(|_| AtomicU64::new(0)).collect(),
         left: AtomicU64::new(n as u64),
         done: Latch::default(),
+        trace: trace::Tasks::new(n),
     });
     let mut deadlines = Vec::with_capacity(n);
     let t0 = now_ns();
@@ -318,6 +322,7 @@ pub fn delayed<S: System>(p: &Params) -> Json {
             st.lat[i].store(late, Ordering::Relaxed);
             st.start[i].store(started, Ordering::Relaxed);
             st.worker[i].store(thread_number(), Ordering::Relaxed);
+            st.trace.ended(i);
             if st.left.fetch_sub(1, Ordering::AcqRel) == 1 {
                 st.done.open();
             }
@@ -331,6 +336,13 @@ pub fn delayed<S: System>(p: &Params) -> Json {
     if ok {
         json = lateness(json, "late_", &st.lat);
         json = causes(json, &deadlines, t1, t0, st);
+        let starts: Vec<u64> = st.start.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+        trace::write(
+            &[("workload", "w2".into()), ("submit_end", t1.to_string())],
+            &deadlines,
+            &starts,
+            &st.trace,
+        );
     } else {
         let left = st.left.load(Ordering::Relaxed);
         json = json.str(
@@ -887,12 +899,16 @@ pub fn wake<S: System>(p: &Params) -> Json {
     let n = p.wake_n;
     let s = start::<S>();
     let lat: &'static [AtomicI64] = leak((0..n).map(|_| AtomicI64::new(0)).collect::<Vec<_>>());
+    let ends: &'static trace::Tasks = leak(trace::Tasks::new(n));
+    let mut deadlines = Vec::with_capacity(n);
     let mut json = Json::default().int("n", n as i64);
     for (i, slot) in lat.iter().enumerate() {
         let (tx, rx) = mpsc::sync_channel::<()>(1);
         let deadline = now_ns() + 2 * MS;
+        deadlines.push(deadline);
         drop(s.schedule(Duration::from_millis(2), move || {
             slot.store(now_ns() as i64 - deadline as i64, Ordering::Relaxed);
+            ends.ended(i);
             let _ = tx.send(());
         }));
         if rx.recv_timeout(Duration::from_secs(10)).is_err() {
@@ -902,6 +918,10 @@ pub fn wake<S: System>(p: &Params) -> Json {
         }
     }
     json = lateness(json, "late_", lat);
+    let starts: Vec<u64> = (0..n)
+        .map(|i| (deadlines[i] as i64 + lat[i].load(Ordering::Relaxed)) as u64)
+        .collect();
+    trace::write(&[("workload", "w6".into())], &deadlines, &starts, ends);
     s.dispose();
     json
 }
