@@ -35,6 +35,8 @@ pub enum State {
     IdleSpin = 6,
     /// Running a task's body.
     Run = 7,
+    /// Sleeping as the leader's backup, timed just past the leader's take time.
+    BackupSleep = 8,
 }
 
 /// One thread's log.

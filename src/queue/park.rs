@@ -133,7 +133,7 @@ impl Park {
     /// The tick at which a leader wakes for a head due at `head`: the deadline rounded up
     /// to the precision (module notes); never earlier than the deadline.
     #[inline]
-    fn wake_tick(&self, head: Ticks) -> Ticks {
+    pub(super) fn wake_tick(&self, head: Ticks) -> Ticks {
         if self.precision <= 1 {
             return head;
         }
@@ -157,28 +157,30 @@ impl Park {
 
     /// The leader's plan for a head due at tick `head` of `clock` (the real clock), with
     /// the caller's `timeout`.
+    /// Also returns when the leader means to take the head: the deadline as rounded to
+    /// the precision, or the end of a coarse sleep past the budget.
     pub(super) fn plan_lead(
         &mut self,
         clock: &Clock,
         head: Ticks,
         timeout: Option<Instant>,
-    ) -> Lead {
+    ) -> (Lead, Instant) {
         let due = clock.instant_of(self.wake_tick(head));
         if self.policy == SpinPolicy::Never || self.precision >= LEADER_SPIN_TICKS {
-            return Lead::Sleep(earliest(Some(due), timeout));
+            return (Lead::Sleep(earliest(Some(due), timeout)), due);
         }
         let spin_from = due.checked_sub(LEADER_SPIN).unwrap_or(due);
         let now = Instant::now();
         if now < spin_from {
-            Lead::Sleep(earliest(Some(spin_from), timeout))
+            (Lead::Sleep(earliest(Some(spin_from), timeout)), due)
         } else if self.allows(now) {
-            Lead::Spin(earliest(Some(due), timeout).unwrap_or(due))
+            (Lead::Spin(earliest(Some(due), timeout).unwrap_or(due)), due)
         } else {
             // Out of budget: a dense schedule. Sleep at least LEADER_SPIN (a coarse timer,
             // as the default timer slack would give) and take what fell due meanwhile in
             // one go, instead of a futex round trip per deadline.
             let coarse = now.checked_add(LEADER_SPIN).map_or(due, |c| c.max(due));
-            Lead::Sleep(earliest(Some(coarse), timeout))
+            (Lead::Sleep(earliest(Some(coarse), timeout)), coarse)
         }
     }
 
@@ -258,7 +260,7 @@ mod tests {
         let mut p = Park::new(SpinPolicy::Never, Duration::ZERO);
         let clock = Clock::real();
         let (head, due) = head_in(&clock, Duration::from_micros(10));
-        assert!(matches!(p.plan_lead(&clock, head, None), Lead::Sleep(Some(u)) if u == due));
+        assert!(matches!(p.plan_lead(&clock, head, None).0, Lead::Sleep(Some(u)) if u == due));
         assert!(p.begin_idle_spin(None).is_none());
     }
 
@@ -271,7 +273,7 @@ mod tests {
             new_head: false,
         });
         let (head, due) = head_in(&clock, Duration::from_micros(10));
-        assert!(matches!(p.plan_lead(&clock, head, None), Lead::Spin(u) if u == due));
+        assert!(matches!(p.plan_lead(&clock, head, None).0, Lead::Spin(u) if u == due));
         assert!(p.begin_idle_spin(None).is_some());
     }
 
@@ -280,7 +282,7 @@ mod tests {
         let mut p = Park::new(SpinPolicy::Adaptive, Duration::ZERO);
         let clock = Clock::real();
         let (head, due) = head_in(&clock, Duration::from_secs(1));
-        match p.plan_lead(&clock, head, None) {
+        match p.plan_lead(&clock, head, None).0 {
             Lead::Sleep(Some(until)) => assert_eq!(until, due - LEADER_SPIN),
             other => panic!("unexpected {other:?}"),
         }
@@ -291,13 +293,13 @@ mod tests {
         let mut p = Park::new(SpinPolicy::Adaptive, Duration::ZERO);
         let clock = Clock::real();
         let (head, due) = head_in(&clock, Duration::from_micros(10));
-        assert!(matches!(p.plan_lead(&clock, head, None), Lead::Spin(u) if u == due));
+        assert!(matches!(p.plan_lead(&clock, head, None).0, Lead::Spin(u) if u == due));
         p.charge_lead(Spun {
             length: SPIN_WINDOW,
             new_head: false,
         });
         assert!(
-            matches!(p.plan_lead(&clock, head, None), Lead::Sleep(Some(u)) if u >= due),
+            matches!(p.plan_lead(&clock, head, None).0, Lead::Sleep(Some(u)) if u >= due),
             "past the budget the leader sleeps, never waking before the deadline"
         );
     }
@@ -326,7 +328,7 @@ mod tests {
         let clock = Clock::real();
         let head = clock.deadline_after(Duration::from_micros(10));
         let slot = head.next_multiple_of(1_000_000);
-        match p.plan_lead(&clock, head, None) {
+        match p.plan_lead(&clock, head, None).0 {
             Lead::Sleep(Some(u)) => assert_eq!(u, clock.instant_of(slot), "the slot's end"),
             other => panic!("a 1 ms precision sleeps, never spins: {other:?}"),
         }
@@ -344,7 +346,7 @@ mod tests {
         let head = clock.deadline_after(Duration::from_micros(10));
         let slot = head.next_multiple_of(1_000);
         assert!(
-            matches!(fine.plan_lead(&clock, head, None), Lead::Spin(u) if u == clock.instant_of(slot))
+            matches!(fine.plan_lead(&clock, head, None).0, Lead::Spin(u) if u == clock.instant_of(slot))
         );
     }
 

@@ -30,6 +30,10 @@
 //!   the coordinator's lock only if it must wake someone (Q1). In the common case (a
 //!   timeout scheduled behind the head, or a busy pool) a submission and a cancel touch
 //!   one shard lock and no shared line (on a `ManualClock`, also the sequence counter).
+//! - A take that found nothing due locks the coordinator with a bounded wait
+//!   ([`ShardedQueue::coord_for_take`], real clock): parking_lot's fair unlock may hand
+//!   the mutex to a woken waiter that is not on a CPU yet, and a head that falls due
+//!   meanwhile needs only its shard's lock to be popped.
 //! - Rare operations that need the whole queue (`len`, shutdown's passes, `purge`,
 //!   `stats`, a worker's exit, `wait_idle`) lock every shard in index order
 //!   ([`AllShards`]).
@@ -101,6 +105,11 @@ const EMPTY: Ticks = Ticks::MAX;
 /// What a head due at `clock::NEVER` publishes: later than any clock reading (C1 in
 /// `clock.rs`: time stops at `FAR_FUTURE`), so it is never due, yet not [`EMPTY`].
 const NEVER_DUE: Ticks = EMPTY - 1;
+
+/// How long a take that found nothing due waits for the coordinator before it looks at
+/// the heads again ([`ShardedQueue::coord_for_take`]).
+#[cfg(not(loom))]
+const COORD_PATIENCE: Duration = Duration::from_micros(50);
 
 /// The most shards a queue has.
 pub(crate) const MAX_SHARDS: usize = 64;
@@ -270,6 +279,27 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     #[inline]
     fn coord(&self) -> MutexGuard<'_, Waiters> {
         lock_as(&self.coord, Contended::Coord)
+    }
+
+    /// Locks the coordinator for a take that found nothing due, waiting at most
+    /// [`COORD_PATIENCE`] on the real clock (`None` then: the caller looks at the heads
+    /// again). The coordinator is held for a few hundred nanoseconds, so a longer wait
+    /// means its holder, or the thread the mutex was handed to (a woken waiter, which
+    /// parking_lot's fair unlock makes the owner before it runs), is not on a CPU; a head
+    /// that falls due meanwhile needs no coordinator to be popped.
+    #[inline]
+    fn coord_for_take(&self) -> Option<MutexGuard<'_, Waiters>> {
+        #[cfg(not(loom))]
+        if matches!(self.clock, Clock::Real { .. }) {
+            if let Some(c) = self.coord.try_lock() {
+                return Some(c);
+            }
+            probe!(CoordLock);
+            let c = self.coord.try_lock_for(COORD_PATIENCE);
+            probe!(Take);
+            return c;
+        }
+        Some(self.coord())
     }
 
     /// Locks every shard, in index order.
@@ -442,7 +472,9 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             if let Some((entry, now)) = self.pop_due() {
                 return Take::Item(entry, now);
             }
-            let mut c = self.coord();
+            let Some(mut c) = self.coord_for_take() else {
+                continue; // the coordinator is held by a thread off its CPU: look again
+            };
             if stop(self.is_empty_hint()) {
                 return Take::Stopped;
             }

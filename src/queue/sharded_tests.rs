@@ -409,3 +409,77 @@ fn a_leader_whose_stop_condition_panics_hands_the_head_on() {
     );
     follower.join().unwrap();
 }
+
+/// W5: a due head does not wait for a leader the machine keeps off its CPU. The leader is
+/// only its record in the waiters' state (a taker that decided to lead and never ran
+/// again); a second taker backs it up with a timer a grace past the leader's take time,
+/// and pops the head itself.
+#[test]
+fn a_backup_takes_the_head_of_a_leader_that_never_runs() {
+    let q = Arc::new(Q::new(
+        Clock::real(),
+        1,
+        SpinPolicy::Never,
+        Duration::ZERO,
+        || (),
+    ));
+    let due = q.clock().deadline_after(Duration::from_millis(5));
+    offer(&q, 0, due, 1);
+    let take_at = q.clock().instant_of(due);
+    q.coord.lock().pretend_leader(due, take_at);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let backup = {
+        let q = q.clone();
+        std::thread::spawn(move || tx.send(take(&q)).unwrap())
+    };
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)),
+        Ok(1),
+        "the backup took the head its leader never took"
+    );
+    backup.join().unwrap();
+    assert!(Instant::now() >= take_at, "not before its deadline");
+}
+
+/// W5: a leader's hand-on goes to its backup, not to a follower that waits without a
+/// timer: the backup is the one that is awake soonest.
+#[test]
+fn the_hand_on_wakes_the_backup_first() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    let (c, q) = manual(1);
+    offer(&q, 0, 10 * MS, 1);
+    offer(&q, 0, 20 * MS, 2);
+    let quit = Arc::new(AtomicBool::new(false));
+    let leader = {
+        let (q, quit) = (q.clone(), quit.clone());
+        std::thread::spawn(move || matches!(q.take(None, |_| quit.load(SeqCst)), Take::Stopped))
+    };
+    wait_for(|| q.coord.lock().leader());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawn = |name: &'static str| {
+        let (q, tx) = (q.clone(), tx.clone());
+        std::thread::spawn(move || tx.send((name, take(&q))).unwrap())
+    };
+    let backup = spawn("backup");
+    wait_for(|| q.coord.lock().backup());
+    let follower = spawn("follower");
+    wait_for(|| q.coord.lock().followers() == 2);
+    // An advance short of the head wakes the leader alone; it sees its stop condition and
+    // leaves, and its hand-on picks who leads next.
+    quit.store(true, SeqCst);
+    c.advance(Duration::from_millis(5));
+    assert!(leader.join().unwrap(), "the leader gave up");
+    wait_for(|| {
+        let w = q.coord.lock();
+        w.leader() && w.followers() == 1
+    });
+    c.advance(Duration::from_millis(5));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(("backup", 1)));
+    c.advance(Duration::from_millis(10));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)),
+        Ok(("follower", 2))
+    );
+    backup.join().unwrap();
+    follower.join().unwrap();
+}

@@ -6,9 +6,26 @@
 //! # Design
 //! At most one waiting taker, the *leader*, sleeps until the head's deadline; every other
 //! taker, a *follower*, sleeps untimed (or until its own timeout). The two kinds wait on
-//! two condition variables ([`Signals`]), so a new head reaches exactly the thread that
-//! must re-arm its timer (Java signals one waiter of a shared condition, which is harmless
-//! only because its leader also wakes on its timeout; a `ManualClock` leader has none).
+//! their own condition variables ([`Signals`]), so a new head reaches exactly the thread
+//! that must re-arm its timer (Java signals one waiter of a shared condition, which is
+//! harmless only because its leader also wakes on its timeout; a `ManualClock` leader has
+//! none).
+//!
+//! With leader/follower alone a due head waits for one particular thread: when the
+//! operating system keeps the leader off a CPU (preempted, or its virtual CPU not run by
+//! the host), every other worker sleeps on while the head falls due, for a time slice or
+//! more (`docs/BENCHMARKS.md`, "Where the tail comes from, per task"). So the first
+//! follower behind a leader is its *backup*: on the real clock it sleeps with a timer of its
+//! own, [`BACKUP_GRACE`] past the moment the leader means to take its head, on a third
+//! condition variable. If the leader has not taken the head by then, the backup pops it
+//! (a pop needs no lead). Every wake-up meant for a follower goes to the backup first, as
+//! it is the one awake soonest; and a hand-on leaves a backup asleep whose timer fires
+//! within the grace anyway, so in a dense schedule the backup's timer replaces the hand-on's
+//! futex wake instead of adding a timer to it (a timer armed and cancelled per lead cost a
+//! tenth more CPU in workload W5). A leader that sleeps long ([`RECRUIT_AFTER`]) wakes a
+//! follower asleep without a timer to come back as its backup: an idle pool's one
+//! deadline then has two independent wake-ups, as scheduled-thread-pool's all-timed
+//! waiters give it.
 //!
 //! A queue owns the mutex: the waiters' state ([`Waiters`]) lives in the data it guards
 //! (the blocking queue's one lock, the sharded queue's coordinator). A `take` loop looks at
@@ -37,6 +54,16 @@
 //!   hands on when it leaves (W3). So a leader never holds a lead it is about to drop.
 //!   On a `ManualClock` a deadline and a real-time timeout cannot be compared, and a
 //!   taker leads regardless; W3 covers its give-up.
+//! - W5 (backup): `Waiters::backup` is true only while one follower, which set it and
+//!   clears it itself under the lock, is between joining behind a leader with a head and
+//!   leaving its wait on `backup_cv`; it counts among the followers for W2 and W3, which
+//!   wake it before any other follower. On the real clock its wait ends at the latest
+//!   [`BACKUP_GRACE`] past the leader's take time (`Waiters::lead_take_at`), and W3 may
+//!   leave it asleep only when that timer (`Waiters::backup_at`, never the caller's own
+//!   timeout) fires within the grace. On a `ManualClock` it waits untimed, as a follower.
+//!   So a due head never waits longer than the grace plus one wake-up for the leader, and
+//!   a wake-up sent to the backup is never lost: it waits on its own condition variable
+//!   for as long as the flag says so.
 //!
 //! # Ordering
 //! [`Waiters`] is under its owner's lock. [`Signals::head_changes`] is a `Relaxed` hint for
@@ -48,12 +75,24 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::time::{Duration, Instant};
 
-use super::park::{self, Lead, Park, SpinPolicy};
+use super::park::{self, earliest, Lead, Park, SpinPolicy};
 use crate::clock::{Clock, Ticks};
 use crate::sync::{unlocked, Condvar, MutexGuard, StatCounter};
 
 /// "No head" in the deadlines this module compares.
 const NO_HEAD: Ticks = Ticks::MAX;
+
+/// How long past the moment the leader means to take its head the backup's timer is set
+/// (W5): about one healthy wake-up on a loaded machine, so a leader that is merely slow is
+/// not raced, and a leader the operating system has not put on a CPU costs at most this
+/// plus the backup's own wake-up.
+const BACKUP_GRACE: Duration = Duration::from_micros(50);
+
+/// A leader that will sleep at least this long before it takes its head wakes a follower
+/// asleep without a timer to come back as its backup (W5), at the cost of that one
+/// wake-up. Shorter leads are a dense schedule's, where the workers coming back from
+/// their runs become the backup without being woken.
+const RECRUIT_AFTER: Duration = Duration::from_micros(200);
 
 /// The waiting takers' state, guarded by its owner's lock (module notes).
 #[derive(Debug)]
@@ -62,8 +101,19 @@ pub(super) struct Waiters {
     leader: bool,
     /// The deadline the leader waits for, while there is one.
     lead_until: Ticks,
-    /// Takers waiting (or idle-spinning) as followers.
+    /// When the leader means to take its head (real clock): the deadline as its plan
+    /// rounds it, or the end of a coarse sleep past the spin budget (`park.rs`). The
+    /// backup's timer is set past it (W5).
+    lead_take_at: Option<Instant>,
+    /// Takers waiting (or idle-spinning) as followers, the backup not counted.
     followers: usize,
+    /// A follower waits as the backup, on its own condition variable (W5).
+    backup: bool,
+    /// When the backup's timer fires, if it set one.
+    backup_at: Option<Instant>,
+    /// A leader woke a follower to come back as the backup and it has not yet left its
+    /// wait: no second recruit (W5).
+    recruiting: bool,
     /// The real-clock waiting policy (`park.rs`).
     park: Park,
 }
@@ -73,7 +123,11 @@ impl Waiters {
         Waiters {
             leader: false,
             lead_until: NO_HEAD,
+            lead_take_at: None,
             followers: 0,
+            backup: false,
+            backup_at: None,
+            recruiting: false,
             park: Park::new(spin, precision),
         }
     }
@@ -91,10 +145,36 @@ impl Waiters {
         self.leader.then_some(self.lead_until)
     }
 
-    /// Takers waiting as followers.
+    /// Takers waiting as followers, the backup included.
     #[inline]
     pub(super) fn followers(&self) -> usize {
-        self.followers
+        self.followers + usize::from(self.backup)
+    }
+
+    /// A follower waits as the backup (W5).
+    #[inline]
+    #[cfg(test)]
+    pub(super) fn backup(&self) -> bool {
+        self.backup
+    }
+
+    /// W5: a backup waits whose own timer fires within [`BACKUP_GRACE`] of `now`: a
+    /// hand-on may leave it asleep, as it comes anyway.
+    #[inline]
+    fn backup_comes(&self, now: Instant) -> bool {
+        self.backup
+            && self
+                .backup_at
+                .is_some_and(|t| now.checked_add(BACKUP_GRACE).is_some_and(|soon| t <= soon))
+    }
+
+    /// Records a leader for `head` that means to take it at `take_at` and then never runs
+    /// again (a thread the machine keeps off its CPU), for the tests of W5.
+    #[cfg(test)]
+    pub(super) fn pretend_leader(&mut self, head: Ticks, take_at: Instant) {
+        self.leader = true;
+        self.lead_until = head;
+        self.lead_take_at = Some(take_at);
     }
 }
 
@@ -102,6 +182,8 @@ impl Waiters {
 pub(super) struct Signals {
     /// Only the leader waits here (W1, W2).
     leader_cv: Condvar,
+    /// Only the backup waits here (W5).
+    backup_cv: Condvar,
     /// Every other taker (W2, W3).
     followers_cv: Condvar,
     /// Bumped with every wake-up sent, so a spinning taker notices without the lock. A
@@ -119,30 +201,44 @@ impl Signals {
     pub(super) fn new() -> Self {
         Signals {
             leader_cv: Condvar::new(),
+            backup_cv: Condvar::new(),
             followers_cv: Condvar::new(),
             head_changes: StatCounter::new(0),
         }
     }
 
     /// W2: the head changed (or the time moved): the leader re-arms, or with no leader and
-    /// a head (`has_head`) one follower takes the lead. Call under the waiters' lock.
+    /// a head (`has_head`) one follower takes the lead, the backup first (W5). Call under
+    /// the waiters' lock.
     #[inline]
     pub(super) fn head_changed(&self, w: &Waiters, has_head: bool) {
         // Relaxed: a hint (module notes).
         self.head_changes.fetch_add(1, Ordering::Relaxed);
         if w.leader {
             self.leader_cv.notify_one();
-        } else if has_head && w.followers > 0 {
-            self.followers_cv.notify_one();
+        } else if has_head {
+            self.wake_a_follower(w);
         }
     }
 
     /// W3: a taker is leaving; with a head left (`has_head`), no leader and followers
-    /// waiting, one follower takes its place. Call under the waiters' lock.
+    /// waiting, one follower takes its place, the backup first (W5). Call under the
+    /// waiters' lock.
     #[inline]
     pub(super) fn hand_on(&self, w: &Waiters, has_head: bool) {
-        if has_head && !w.leader && w.followers > 0 {
+        if has_head && !w.leader && w.followers() > 0 && !w.backup_comes(Instant::now()) {
             self.head_changes.fetch_add(1, Ordering::Relaxed);
+            self.wake_a_follower(w);
+        }
+    }
+
+    /// Wakes the backup if one waits, else one follower (W5: the backup is awake soonest
+    /// on its own timer, and a woken backup leaves room for the next).
+    #[inline]
+    fn wake_a_follower(&self, w: &Waiters) {
+        if w.backup {
+            self.backup_cv.notify_one();
+        } else if w.followers > 0 {
             self.followers_cv.notify_one();
         }
     }
@@ -152,6 +248,7 @@ impl Signals {
     pub(super) fn wake_all(&self) {
         self.head_changes.fetch_add(1, Ordering::Relaxed);
         self.leader_cv.notify_all();
+        self.backup_cv.notify_all();
         self.followers_cv.notify_all();
     }
 }
@@ -257,7 +354,15 @@ impl Taker {
             let fired = if sync(waiters(guard)) < h {
                 false // an earlier head arrived meanwhile: re-decide
             } else if self.real {
-                let plan = waiters(guard).park.plan_lead(clock, h, timeout);
+                let (plan, take_at) = waiters(guard).park.plan_lead(clock, h, timeout);
+                let w = waiters(guard);
+                w.lead_take_at = Some(take_at);
+                let long = take_at.saturating_duration_since(Instant::now()) >= RECRUIT_AFTER;
+                if long && !w.backup && !w.recruiting && w.followers > 0 {
+                    // W5: a follower asleep without a timer comes back as the backup.
+                    w.recruiting = true;
+                    signals.followers_cv.notify_one();
+                }
                 match plan {
                     Lead::Sleep(until) => {
                         probe!(LeaderSleep);
@@ -278,13 +383,39 @@ impl Taker {
             let w = waiters(guard);
             w.leader = false; // W1: cleared by the leader itself
             w.lead_until = NO_HEAD;
+            w.lead_take_at = None;
             sync(w);
             fired
         } else {
-            waiters(guard).followers += 1;
+            let w = waiters(guard);
+            // W5: the first follower behind a leader with a head backs it up.
+            let backup = head.is_some() && w.leader && !w.backup;
+            if backup {
+                w.backup = true;
+            } else {
+                w.followers += 1;
+            }
             let now_head = sync(waiters(guard));
             let fired = if !waiters(guard).leader && now_head < head.unwrap_or(NO_HEAD) {
                 false // a head nobody leads arrived meanwhile: re-decide
+            } else if backup {
+                // On the real clock the backup's timer is set a grace period past the
+                // moment the leader means to take its head (or this taker's own, if
+                // later); on virtual time it waits for a wake-up, as a follower does.
+                let until = match (self.real, head) {
+                    (true, Some(h)) => {
+                        let w = waiters(guard);
+                        let own = clock.instant_of(w.park.wake_tick(h));
+                        let take_at = w.lead_take_at.map_or(own, |t| t.max(own));
+                        take_at.checked_add(BACKUP_GRACE)
+                    }
+                    _ => None,
+                };
+                let w = waiters(guard);
+                // Only its own timer, not the caller's timeout, lets a hand-on skip it.
+                w.backup_at = until.filter(|&u| timeout.is_none_or(|t| u <= t));
+                probe!(BackupSleep);
+                wait(&signals.backup_cv, guard, earliest(until, timeout))
             } else if self.real && !self.spun && head.is_none() {
                 match waiters(guard).park.begin_idle_spin(timeout) {
                     // One taker of an empty queue spins briefly for a new head before
@@ -307,7 +438,13 @@ impl Taker {
             };
             probe!(Take);
             let w = waiters(guard);
-            w.followers -= 1;
+            if backup {
+                w.backup = false;
+                w.backup_at = None;
+            } else {
+                w.followers -= 1;
+            }
+            w.recruiting = false;
             sync(w);
             fired
         };
@@ -323,5 +460,29 @@ pub(super) fn wait<T>(cv: &Condvar, guard: &mut MutexGuard<'_, T>, until: Option
             cv.wait(guard);
             false
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// W5: a hand-on leaves the backup asleep only when the backup's own timer is due
+    /// within the grace, and never when it has none (virtual time, or only the caller's
+    /// timeout).
+    #[test]
+    fn a_hand_on_skips_only_a_backup_whose_timer_is_due_within_the_grace() {
+        let now = Instant::now();
+        let mut w = Waiters::new(SpinPolicy::Adaptive, Duration::ZERO);
+        w.backup_at = Some(now);
+        assert!(!w.backup_comes(now), "no backup waits");
+        w.backup = true;
+        assert!(w.backup_comes(now));
+        w.backup_at = Some(now + BACKUP_GRACE);
+        assert!(w.backup_comes(now), "due at the grace's end");
+        w.backup_at = Some(now + BACKUP_GRACE + Duration::from_micros(1));
+        assert!(!w.backup_comes(now), "due later: woken");
+        w.backup_at = None;
+        assert!(!w.backup_comes(now), "no timer of its own: woken");
     }
 }
