@@ -171,22 +171,32 @@ impl Section {
 const FAR: Duration = Duration::from_secs(3600);
 const SOON: Duration = Duration::from_secs(1);
 
-/// A one-worker pool on the real clock, its worker started and given time to park (its
+/// The pools' worker count: 1, or `OPS_WORKERS` (`scripts/scaling.sh` counts what grows
+/// with it).
+fn workers() -> usize {
+    std::env::var("OPS_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
+/// A one-worker pool (or [`workers`]) on the real clock, its workers started and given time to park (its
 /// idle spin is bounded by real time, so it must end before the measured part starts).
 fn real_pool() -> ScheduledThreadPoolExecutor {
     let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(1)
+        .core_pool_size(workers())
         .build();
     pool.prestart_all_core_threads();
     std::thread::sleep(Duration::from_millis(20));
     pool
 }
 
-/// A one-worker pool on a fresh `ManualClock`, worker started.
+/// A one-worker pool (or [`workers`]) on a fresh `ManualClock`, workers started.
 fn manual_pool() -> (ScheduledThreadPoolExecutor, ManualClock) {
     let clock = ManualClock::new();
     let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(1)
+        .core_pool_size(workers())
         .clock(clock.clone())
         .build();
     pool.prestart_all_core_threads();

@@ -25,6 +25,9 @@
 #          OPCOUNT_OPS (space-separated subset of the table's ops, default all)
 #          OPCOUNT_KEEP (a directory: the valgrind outputs are copied there, e.g. for
 #                        `callgrind_annotate --inclusive=no DIR/cancel.100000.cg`)
+#          OPCOUNT_SHARDS (the queue's shard count instead of one per CPU: builds with
+#                        `--cfg schedpool_probe`, recording off, into target/opcount-shards)
+#          OPCOUNT_WORKERS (the pools' worker count, default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -65,6 +68,16 @@ if [ -n "${OPCOUNT_OPS:-}" ]; then
         [ -n "$found" ] || die "unknown op '$want'"
     done
     table=("${selected[@]}")
+fi
+
+if [ -n "${OPCOUNT_SHARDS:-}" ]; then
+    [[ "$OPCOUNT_SHARDS" =~ ^[1-9][0-9]*$ ]] || die "OPCOUNT_SHARDS must be a positive integer"
+    export SCHEDPOOL_SHARDS="$OPCOUNT_SHARDS" SCHEDPOOL_PROBE=0
+    export RUSTFLAGS="${RUSTFLAGS:-} --cfg schedpool_probe" CARGO_TARGET_DIR=target/opcount-shards
+fi
+if [ -n "${OPCOUNT_WORKERS:-}" ]; then
+    [[ "$OPCOUNT_WORKERS" =~ ^[1-9][0-9]*$ ]] || die "OPCOUNT_WORKERS must be a positive integer"
+    export OPS_WORKERS="$OPCOUNT_WORKERS"
 fi
 
 echo "== building benches/ops.rs (release)" >&2

@@ -9,6 +9,10 @@
 //! (uncontended) mutex; a lock wait is recorded only when the lock is contended
 //! (`try_lock` first), so the uncontended paths pay one failed-or-not `try_lock`.
 //!
+//! The same builds take the queue's shard count from `SCHEDPOOL_SHARDS` (to count, on a
+//! small machine, what grows with a large one's: `scripts/scaling.sh`), and record nothing
+//! with `SCHEDPOOL_PROBE=0`.
+//!
 //! Not an API: `#[doc(hidden)]`, and absent unless the cfg is set.
 
 use std::cell::RefCell;
@@ -67,9 +71,28 @@ fn tid() -> u64 {
     }
 }
 
+/// Whether to record: not when `SCHEDPOOL_PROBE=0` (a build that only wants
+/// `SCHEDPOOL_SHARDS`, [`shards`]).
+fn recording() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SCHEDPOOL_PROBE").map_or(true, |v| v != "0"))
+}
+
+/// The shard count `SCHEDPOOL_SHARDS` asks for, if it is set to a positive number.
+pub(crate) fn shards() -> Option<usize> {
+    std::env::var("SCHEDPOOL_SHARDS")
+        .ok()?
+        .parse()
+        .ok()
+        .filter(|&n| n > 0)
+}
+
 /// Records that this thread now is in `state`; returns the state it was in (`Take` for a
-/// thread that had recorded nothing).
+/// thread that had recorded nothing, or when not [`recording`]).
 pub fn set(state: State) -> State {
+    if !recording() {
+        return State::Take;
+    }
     let at = Instant::now();
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();

@@ -29,7 +29,7 @@ METRICS = {
     "w5": ["rate_cpu_ms", "delay_cpu_ms"],
     "w6": ["late_p50_us", "late_p99_us", "late_max_us"],
     "w7": ["iterations_per_s"],
-    "w8": ["rearms_per_s"],
+    "w8": ["iterations_per_s"],
     "w9": ["ns_per_rearm"],
 }
 

@@ -6,6 +6,8 @@ the thread that ran it spent the lateness on.
     python3 benches/compare/tail.py                      # schedpool and stp, W2 and W6
     TAIL_SYSTEMS=schedpool TAIL_WORKLOADS=w2 python3 benches/compare/tail.py
     python3 benches/compare/tail.py --report results/tail-*.json   # tables again
+    python3 benches/compare/tail.py --side-by-side before=A.json after=B.json
+                                             # the causes, a column per file and system
 
 Two views are joined on CLOCK_MONOTONIC:
 
@@ -362,7 +364,52 @@ def tables(results):
     return "\n".join(lines)
 
 
+def side_by_side(columns):
+    """One table per workload and tail: the cause classes' shares, a column per
+    (name, system) of `columns` [(name, results)]."""
+    lines = []
+    keys = []
+    for name, results in columns:
+        for sysname in sorted({r["system"] for r in results}):
+            keys.append((name, sysname, [r for r in results if r["system"] == sysname]))
+    for workload in ("w2", "w6"):
+        for label, shown in (("p99", "p99"), ("p999", "p99.9")):
+            cols = [(n, s, [r for r in rs if r["workload"] == workload]) for n, s, rs in keys]
+            cols = [c for c in cols if c[2]]
+            if not cols:
+                continue
+            lines.append(f"\n{workload}, tasks at or above the {shown}:\n")
+            lines.append("| cause at the deadline | " + " | ".join(
+                f"{s} ({n})" for n, s, _ in cols) + " |")
+            lines.append("|---|" + "---:|" * len(cols))
+            lines.append("| the threshold, per run (µs) | " + " | ".join(
+                ", ".join(f"{r['tails'][label]['threshold_us']:,.0f}" for r in rs)
+                for _, _, rs in cols) + " |")
+            lines.append("| steal, per run | " + " | ".join(
+                ", ".join(f"{r.get('steal_pct', 0):.1f} %" for r in rs)
+                for _, _, rs in cols) + " |")
+            classes = collections.OrderedDict()
+            for _, _, rs in cols:
+                for r in rs:
+                    for k in r["tails"][label]["classes"]:
+                        classes.setdefault(k, None)
+            for k in classes:
+                cells = []
+                for _, _, rs in cols:
+                    v = sum(r["tails"][label]["classes"].get(k, 0) for r in rs) / len(rs)
+                    cells.append(pct(v))
+                lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--side-by-side":
+        columns = []
+        for arg in sys.argv[2:]:
+            name, path = arg.split("=", 1)
+            columns.append((name, json.load(open(path))))
+        print(side_by_side(columns))
+        return
     if len(sys.argv) > 2 and sys.argv[1] == "--report":
         results = []
         for p in sys.argv[2:]:

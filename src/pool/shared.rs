@@ -86,13 +86,18 @@ pub(crate) type All<'a> = AllShards<'a, Entry, Tally>;
 
 /// How many shards the queue gets: one per CPU, rounded up to a power of two (at most
 /// `queue::sharded::MAX_SHARDS`). Models use two, so that every cross-shard path is
-/// explored.
+/// explored. A build with `--cfg schedpool_probe` takes `SCHEDPOOL_SHARDS` from the
+/// environment instead, so a small machine can count what grows with the shard count of a
+/// large one (`scripts/scaling.sh`).
 fn shard_count() -> usize {
     if cfg!(all(test, loom)) {
-        2
-    } else {
-        num_cpus::get()
+        return 2;
     }
+    #[cfg(all(schedpool_probe, not(loom)))]
+    if let Some(n) = crate::probe::shards() {
+        return n;
+    }
+    num_cpus::get()
 }
 
 /// The core behind every handle, future and worker.

@@ -61,6 +61,7 @@ fn offset() -> i64 {
     // SAFETY: `ts` is a valid timespec to write.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     let after = now_ns();
+    #[allow(clippy::unnecessary_cast)] // `time_t` and `c_long` are not `i64` everywhere
     let mono = ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64;
     mono - ((before + after) / 2) as i64
 }

@@ -21,7 +21,15 @@ use crate::systems::System;
 use crate::trace;
 use crate::util::*;
 
-const WORKERS: usize = 2;
+/// Worker threads per pool: 2, or `COMPARE_WORKERS` (`scripts/scaling.sh` runs W2, W4
+/// and W6 with 8 to 64 to count what grows with them).
+fn workers() -> usize {
+    std::env::var("COMPARE_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(2)
+}
 const SEED: u64 = 0x5EED_2024;
 const MS: u64 = 1_000_000;
 const SEC: u64 = 1_000_000_000;
@@ -89,7 +97,7 @@ impl Params {
 }
 
 fn start<S: System>() -> S {
-    let s = S::start(WORKERS);
+    let s = S::start(workers());
     warm_up(&s);
     s
 }
