@@ -66,6 +66,13 @@
 //! - Q4: `active` counts takes not yet `finished`; a take increments it in the critical
 //!   section that pops, so a thread holding every shard lock sees each due entry either
 //!   queued or counted (`wait_idle`).
+//! - Q6: bit `i` of `nonempty` is set iff shard `i`'s published head is not `EMPTY`,
+//!   whenever that shard's lock is free; only its lock holder changes the bit, after the
+//!   head and before the unlock. So every scan (the take's pick and Q3's re-scan, the
+//!   emptiness hint) reads only the shards the mask names, and everything Q1 and Q3
+//!   order through a shard's head (the RMWs on `wake_at`, a shard lock's hand-over)
+//!   orders the bit too: the cost of a scan grows with the shards that hold entries, not
+//!   with the shard count (`docs/BENCHMARKS.md`, "Many workers, by simulation").
 //! - Q5: W1–W4 of `waiters.rs` hold on the coordinator: at most one leader, who clears
 //!   its lead itself, and every exit of a take (an element, a timeout, a stop condition)
 //!   goes through a [`Leaving`] guard that, with a head left, followers waiting and no
@@ -75,7 +82,9 @@
 //! # Ordering
 //! Shard contents are under their mutexes; `Shard::head` is stored `Release` by the lock
 //! holder and loaded `Acquire` by scanners (a hint that the lock re-checks, except in
-//! Q1's pattern, which orders through the RMWs on `wake_at`: `AcqRel`). `seq` (the
+//! Q1's pattern, which orders through the RMWs on `wake_at`: `AcqRel`); `nonempty` is
+//! changed by `AcqRel` RMWs after the head store and loaded `Acquire` before the heads
+//! (Q6). `seq` (the
 //! `ManualClock` counter) is `Relaxed`: its modification order already agrees with
 //! happens-before, which is all FIFO needs. `active` and `idle_waiters` are RMWs (`AcqRel`) on both sides
 //! of `wait_idle`'s check, for the same reason as Q1. The waiters' `head_changes` is a
@@ -114,6 +123,9 @@ const COORD_PATIENCE: Duration = Duration::from_micros(50);
 /// The most shards a queue has.
 pub(crate) const MAX_SHARDS: usize = 64;
 
+// Q6: one bit per shard in `nonempty`.
+const _: () = assert!(MAX_SHARDS <= u64::BITS as usize);
+
 /// One shard: a store under its own mutex and its published head.
 struct Shard<E: Tracked, X> {
     state: Mutex<ShardState<E, X>>,
@@ -144,6 +156,8 @@ pub(crate) struct ShardedQueue<E: Tracked, X> {
     idle_cv: Condvar,
     /// The deadline before which a new head must wake a taker (Q1).
     wake_at: CachePadded<AtomicU64>,
+    /// Bit `i` set iff shard `i` publishes a head (Q6): scans read only those shards.
+    nonempty: CachePadded<AtomicU64>,
     /// Next FIFO stamp on a `ManualClock` (Q3; the real clock stamps with its readings).
     seq: CachePadded<AtomicU64>,
     /// Takes not yet finished (Q4). Padded: every take and every finish writes it, and
@@ -232,6 +246,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             signals: Signals::new(),
             idle_cv: Condvar::new(),
             wake_at: CachePadded::new(AtomicU64::new(0)),
+            nonempty: CachePadded::new(AtomicU64::new(0)),
             seq: CachePadded::new(AtomicU64::new(0)),
             active: CachePadded::new(AtomicUsize::new(0)),
             idle_waiters: AtomicUsize::new(0),
@@ -314,13 +329,21 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         self.lock_all().len()
     }
 
+    /// The shards that publish a head, as a bit set (Q6). Acquire: pairs with the lock
+    /// holder's RMW, so the heads of the shards it names are read as published (a hint).
+    #[inline]
+    fn nonempty(&self) -> u64 {
+        self.nonempty.load(Ordering::Acquire)
+    }
+
     /// The earliest published head and its shard, and whether another shard ties with it.
+    /// Reads only the heads of the shards [`nonempty`](Self::nonempty) names.
     #[inline]
     fn scan(&self) -> (Ticks, usize, bool) {
         let (mut best, mut at, mut tie) = (EMPTY, 0, false);
-        for (i, shard) in self.shards.iter().enumerate() {
+        for i in Bits(self.nonempty()) {
             // Acquire: pairs with the lock holder's Release store (a hint, Q2).
-            let d = shard.head.load(Ordering::Acquire);
+            let d = self.shards[i].head.load(Ordering::Acquire);
             if d < best {
                 (best, at, tie) = (d, i, false);
             } else if d == best && d != EMPTY {
@@ -330,10 +353,10 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         (best, at, tie)
     }
 
-    /// `true` if no shard publishes a head (a hint: the locks decide).
+    /// `true` if no shard publishes a head (a hint: the locks decide). One load (Q6).
     #[inline]
     pub(crate) fn is_empty_hint(&self) -> bool {
-        self.scan().0 == EMPTY
+        self.nonempty() == 0
     }
 
     /// As [`is_empty_hint`](Self::is_empty_hint), ordered after every shard-emptying
@@ -393,12 +416,10 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             // `loom_fifo_across_shards_while_a_taker_scans`).
             let mut tied = false;
             let mut earlier = false;
-            for (i, shard) in self.shards.iter().enumerate() {
-                if i != at {
-                    let d = shard.head.load(Ordering::Acquire);
-                    earlier |= d < head;
-                    tied |= d == head;
-                }
+            for i in Bits(self.nonempty() & !(1 << at)) {
+                let d = self.shards[i].head.load(Ordering::Acquire);
+                earlier |= d < head;
+                tied |= d == head;
             }
             if earlier {
                 continue;
@@ -714,6 +735,23 @@ impl<E: Timed + Tracked, X> ShardGuard<'_, E, X> {
     }
 }
 
+/// The set bits of a shard mask, lowest first.
+struct Bits(u64);
+
+impl Iterator for Bits {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let i = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(i)
+    }
+}
+
 /// A wake-up a released shard still owes (sent with no shard locked).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Owed {
@@ -738,7 +776,17 @@ impl<E: Timed + Tracked, X> ShardGuard<'_, E, X> {
         // Relaxed: only lock holders write it, and this thread holds the lock (Q2).
         let old = shard.head.load(Ordering::Relaxed);
         if new != old {
-            shard.head.store(new, Ordering::Release); // Q2, before the unlock
+            // Q2, before the unlock.
+            shard.head.store(new, Ordering::Release);
+            // Q6, after the head and before the unlock: a scan that sees the bit sees the
+            // head. AcqRel RMWs: only this shard's lock holder changes its bit, and the
+            // mask is shared by every shard.
+            let bit = 1u64 << self.index;
+            if old == EMPTY {
+                self.queue.nonempty.fetch_or(bit, Ordering::AcqRel);
+            } else if new == EMPTY {
+                self.queue.nonempty.fetch_and(!bit, Ordering::AcqRel);
+            }
         }
         drop(state);
         if new < old {
