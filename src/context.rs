@@ -280,16 +280,18 @@ where
         }
         let view = TaskContext { cx };
         let pool = view.pool().map_or("", |p| p.name());
-        tracing::warn!(
-            target: "schedpool",
-            pool,
-            id = cx.header.id(),
-            task_name = cx.task_name.unwrap_or_default(),
-            failures = self.failures,
-            // `{:#}`: the error with its causes where its type prints them so (`anyhow`).
-            error = %format_args!("{error:#}"),
-            "periodic run failed"
-        );
+        crate::user::traced(|| {
+            tracing::warn!(
+                target: "schedpool",
+                pool,
+                id = cx.header.id(),
+                task_name = cx.task_name.unwrap_or_default(),
+                failures = self.failures,
+                // `{:#}`: the error with its causes where its type prints them so (`anyhow`).
+                error = %format_args!("{error:#}"),
+                "periodic run failed"
+            )
+        });
         if self.on_error.stop_after.is_some_and(|n| self.failures >= n) {
             self.stopped_by = Some(error);
             return Step::Stop;

@@ -170,7 +170,7 @@ pub(crate) fn run_caught<R>(f: impl FnOnce() -> R) -> Result<R, Caught> {
 }
 
 /// The message of a panic payload, if it is a `&str` or a `String`.
-fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> Option<&str> {
     payload
         .downcast_ref::<&'static str>()
         .copied()

@@ -639,12 +639,16 @@ impl ScheduledThreadPoolExecutor {
         };
         match exclusive.lock.last_acquired(&exclusive.name) {
             Ok(Some(age)) if age > period => {
-                tracing::info!(target: "schedpool", pool = self.name(), lock = exclusive.name(), last_run_ago_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX), "the job's last run is more than a period old: its first run here is due at once");
+                crate::user::traced(
+                    || tracing::info!(target: "schedpool", pool = self.name(), lock = exclusive.name(), last_run_ago_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX), "the job's last run is more than a period old: its first run here is due at once"),
+                );
                 true
             }
             Ok(_) => false,
             Err(error) => {
-                tracing::warn!(target: "schedpool", pool = self.name(), lock = exclusive.name(), error = %error, "could not ask the lock's store when the job last ran: no catch-up");
+                crate::user::traced(
+                    || tracing::warn!(target: "schedpool", pool = self.name(), lock = exclusive.name(), error = %error, "could not ask the lock's store when the job last ran: no catch-up"),
+                );
                 false
             }
         }

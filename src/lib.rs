@@ -124,6 +124,7 @@ mod stats;
 mod sync;
 mod task;
 mod throttle;
+mod user;
 
 #[cfg(all(test, loom))]
 mod loom_cluster;

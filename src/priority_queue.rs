@@ -29,7 +29,9 @@ struct Prioritized<T> {
 impl<T: Ord> Ordered for Prioritized<T> {
     #[inline]
     fn before(&self, other: &Self) -> bool {
-        match self.item.cmp(&other.item) {
+        // The user's `Ord`, under the queue's own lock (U1's exception, `user.rs`): a
+        // panic unwinds through the heap, whose positions stay true (`heap.rs`).
+        match crate::user::under_own_lock(|| self.item.cmp(&other.item)) {
             std::cmp::Ordering::Less => true,
             std::cmp::Ordering::Equal => self.seq < other.seq,
             std::cmp::Ordering::Greater => false,

@@ -26,12 +26,77 @@ mod imp {
 
     use std::time::Instant;
 
+    use std::ops::{Deref, DerefMut};
+
+    use super::held;
+
     /// A mutex without poisoning: the user code that does run under one of ours (a
     /// `PriorityBlockingQueue`'s `Ord`, a `peek_with` closure, a `Trigger` under its
     /// spec's mutex; I4 in `queue/mod.rs`) may panic, and that must not break the queue
-    /// or the pool for every later caller.
-    pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
-    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+    /// or the pool for every later caller. parking_lot's, with a guard that counts the
+    /// crate's locks this thread holds in debug builds ([`held`](super::held)), so
+    /// that the door to user code (`user.rs`) can assert none is held.
+    #[derive(Debug, Default)]
+    pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
+
+    /// The guard of a [`Mutex`]; counted while it lives (debug builds).
+    #[derive(Debug)]
+    pub(crate) struct MutexGuard<'a, T> {
+        inner: parking_lot::MutexGuard<'a, T>,
+        _held: held::Token,
+    }
+
+    impl<T> Mutex<T> {
+        #[inline]
+        pub(crate) const fn new(value: T) -> Self {
+            Self(parking_lot::Mutex::new(value))
+        }
+
+        #[inline]
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            let inner = self.0.lock();
+            MutexGuard {
+                inner,
+                _held: held::Token::new(),
+            }
+        }
+
+        #[inline]
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            let inner = self.0.try_lock()?;
+            Some(MutexGuard {
+                inner,
+                _held: held::Token::new(),
+            })
+        }
+
+        #[inline]
+        pub(crate) fn try_lock_for(
+            &self,
+            patience: std::time::Duration,
+        ) -> Option<MutexGuard<'_, T>> {
+            let inner = self.0.try_lock_for(patience)?;
+            Some(MutexGuard {
+                inner,
+                _held: held::Token::new(),
+            })
+        }
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        #[inline]
+        fn deref(&self) -> &T {
+            &self.inner
+        }
+    }
+
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        #[inline]
+        fn deref_mut(&mut self) -> &mut T {
+            &mut self.inner
+        }
+    }
 
     /// A condition variable with the crate's timed-wait convention.
     #[derive(Debug, Default)]
@@ -44,13 +109,13 @@ mod imp {
 
         #[inline]
         pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-            self.0.wait(guard);
+            self.0.wait(&mut guard.inner);
         }
 
         /// Waits until notified or `until` passes; `true` if it timed out.
         #[inline]
         pub(crate) fn wait_until<T>(&self, guard: &mut MutexGuard<'_, T>, until: Instant) -> bool {
-            self.0.wait_until(guard, until).timed_out()
+            self.0.wait_until(&mut guard.inner, until).timed_out()
         }
 
         #[inline]
@@ -64,10 +129,13 @@ mod imp {
         }
     }
 
-    /// Runs `f` with the lock released, then takes it again.
+    /// Runs `f` with the lock released (and not counted), then takes it again.
     #[inline]
     pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
-        parking_lot::MutexGuard::unlocked(guard, f)
+        parking_lot::MutexGuard::unlocked(&mut guard.inner, || {
+            let _released = held::Released::new();
+            f()
+        })
     }
 
     /// `std`'s `UnsafeCell` behind loom's API (tokio's `loom/std/unsafe_cell.rs`): every
@@ -102,6 +170,72 @@ mod imp {
             }
         }
         until.is_some_and(|u| Instant::now() >= u)
+    }
+}
+
+/// How many of the crate's mutexes this thread holds, counted by their guards in debug
+/// builds (tests included) and not at all in release builds; outside loom models, whose
+/// threads share one OS thread's locals. The door to user code asserts the count is zero
+/// (`user.rs`), as tokio's runtime asserts it is not entered twice.
+pub(crate) mod held {
+    #[cfg(all(debug_assertions, not(all(test, loom))))]
+    std::thread_local! {
+        static HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The crate's locks this thread holds (always 0 in release builds and in models).
+    #[inline]
+    pub(crate) fn count() -> usize {
+        #[cfg(all(debug_assertions, not(all(test, loom))))]
+        return HELD.with(|h| h.get());
+        #[cfg(not(all(debug_assertions, not(all(test, loom)))))]
+        0
+    }
+
+    #[inline]
+    #[allow(unused_variables)]
+    fn add(by: isize) {
+        #[cfg(all(debug_assertions, not(all(test, loom))))]
+        HELD.with(|h| h.set(h.get().wrapping_add_signed(by)));
+    }
+
+    /// Counts one lock for as long as it lives (a guard's field).
+    #[derive(Debug)]
+    pub(crate) struct Token(());
+
+    impl Token {
+        #[inline]
+        #[allow(dead_code)] // loom builds count nothing
+        pub(crate) fn new() -> Self {
+            add(1);
+            Token(())
+        }
+    }
+
+    impl Drop for Token {
+        #[inline]
+        fn drop(&mut self) {
+            add(-1);
+        }
+    }
+
+    /// Uncounts one lock for as long as it lives (`unlocked`).
+    pub(crate) struct Released(());
+
+    impl Released {
+        #[inline]
+        #[allow(dead_code)]
+        pub(crate) fn new() -> Self {
+            add(-1);
+            Released(())
+        }
+    }
+
+    impl Drop for Released {
+        #[inline]
+        fn drop(&mut self) {
+            add(1);
+        }
     }
 }
 

@@ -33,6 +33,14 @@ pub(crate) struct Throttle {
 }
 
 impl Throttle {
+    /// A throttle whose first occurrence gets a line (for statics; as `default`).
+    pub(crate) const fn new() -> Self {
+        Throttle {
+            next_ns: AtomicU64::new(0),
+            suppressed: AtomicU64::new(0),
+        }
+    }
+
     /// `Some(n)` if this occurrence gets a line (`n`: the occurrences suppressed since the
     /// last line), else `None` (it was counted for the next line).
     pub(crate) fn admit(&self) -> Option<u64> {

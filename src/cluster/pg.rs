@@ -405,7 +405,9 @@ impl PgLock {
             self.shared.abandoned.fetch_add(1, Ordering::Relaxed);
             conn.tx = None; // the thread ends when it next looks for a request
             conn.generation += 1;
-            tracing::warn!(target: "schedpool", node = %self.shared.node, "the lock's database connection stopped answering; starting a new one");
+            crate::user::traced(
+                || tracing::warn!(target: "schedpool", node = %self.shared.node, "the lock's database connection stopped answering; starting a new one"),
+            );
         }
     }
 

@@ -59,7 +59,9 @@ pub(crate) fn run_locked<T>(
     match spec.lock.try_acquire(&spec.name, spec.at_most_for) {
         Ok(Some(lease)) => {
             bump(ledger.counters, |c| &c.lock_acquired);
-            tracing::debug!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "cluster lock acquired");
+            crate::user::traced(
+                || tracing::debug!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "cluster lock acquired"),
+            );
             let held = Held {
                 spec,
                 ledger,
@@ -78,13 +80,17 @@ pub(crate) fn run_locked<T>(
         }
         Ok(None) => {
             bump(ledger.counters, |c| &c.lock_skipped);
-            tracing::debug!(target: "schedpool", pool, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere");
+            crate::user::traced(
+                || tracing::debug!(target: "schedpool", pool, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere"),
+            );
             Ok(None)
         }
         Err(error) => {
             bump(ledger.counters, |c| &c.lock_failed);
             if let Some(suppressed) = spec.warnings.admit() {
-                tracing::warn!(target: "schedpool", pool, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired");
+                crate::user::traced(
+                    || tracing::warn!(target: "schedpool", pool, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired"),
+                );
             }
             Err(error)
         }
@@ -124,7 +130,9 @@ fn kept_alive<T>(
                 keep_extending(spec, ledger, lease, first, every, &keeper)
             });
         if let Err(error) = started {
-            tracing::warn!(target: "schedpool", pool = ledger.pool, lock = &*spec.name, error = %error, "could not start the lease's keep-alive; the run keeps the lease it was given");
+            crate::user::traced(
+                || tracing::warn!(target: "schedpool", pool = ledger.pool, lock = &*spec.name, error = %error, "could not start the lease's keep-alive; the run keeps the lease it was given"),
+            );
         }
         f(lease)
     })
@@ -198,16 +206,22 @@ fn keep_extending(
         match extended {
             Ok(true) => {
                 bump(counters, |c| &c.lock_extended);
-                tracing::debug!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "cluster lock extended");
+                crate::user::traced(
+                    || tracing::debug!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "cluster lock extended"),
+                );
             }
             Ok(false) => {
-                tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "the cluster lock's lease was gone when its keep-alive came; another node may run the job meanwhile");
+                crate::user::traced(
+                    || tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), "the cluster lock's lease was gone when its keep-alive came; another node may run the job meanwhile"),
+                );
                 return;
             }
             Err(error) => {
                 bump(counters, |c| &c.lock_failed);
                 if let Some(suppressed) = spec.warnings.admit() {
-                    tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), error = %error, suppressed, "the cluster lock could not be extended; trying again at the next interval");
+                    crate::user::traced(
+                        || tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token = lease.token(), error = %error, suppressed, "the cluster lock could not be extended; trying again at the next interval"),
+                    );
                 }
             }
         }
@@ -265,20 +279,24 @@ impl Drop for Held<'_> {
             Ok(true) => {}
             Ok(false) => {
                 bump(counters, |c| &c.lock_overruns);
-                tracing::warn!(
-                    target: "schedpool",
-                    pool,
-                    lock = &*spec.name,
-                    token,
-                    ran_ms = millis(ran),
-                    at_most_for_ms = millis(spec.at_most_for),
-                    "a run outlasted its cluster lock's at_most_for; another node may have run the job meanwhile"
-                );
+                crate::user::traced(|| {
+                    tracing::warn!(
+                        target: "schedpool",
+                        pool,
+                        lock = &*spec.name,
+                        token,
+                        ran_ms = millis(ran),
+                        at_most_for_ms = millis(spec.at_most_for),
+                        "a run outlasted its cluster lock's at_most_for; another node may have run the job meanwhile"
+                    )
+                });
             }
             Err(error) => {
                 bump(counters, |c| &c.lock_failed);
                 if let Some(suppressed) = spec.warnings.admit() {
-                    tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token, error = %error, suppressed, "the cluster lock could not be released; it runs out at at_most_for");
+                    crate::user::traced(
+                        || tracing::warn!(target: "schedpool", pool, lock = &*spec.name, token, error = %error, suppressed, "the cluster lock could not be released; it runs out at at_most_for"),
+                    );
                 }
             }
         }

@@ -334,7 +334,7 @@ impl Shared {
                 stats::bump(&self.counters.task_count);
                 let outcome = outcome.map_err(|(payload, msg)| {
                     stats::bump(&self.counters.panicked);
-                    tracing::error!(target: "schedpool", pool = self.name(), panic = %msg, "trigger panicked in first_deadline");
+                    crate::user::traced(|| tracing::error!(target: "schedpool", pool = self.name(), panic = %msg, "trigger panicked in first_deadline"));
                     TaskError::Panicked(payload)
                 });
                 task.finish_unrun(outcome);
@@ -518,7 +518,9 @@ impl Shared {
         if self.is_shutdown() {
             stats::bump(&self.counters.rejected);
             if let Some(suppressed) = self.reject_log.admit() {
-                tracing::warn!(target: "schedpool", pool = self.name(), reason = %ScheduleError::Shutdown, suppressed, occurrences = suppressed + 1, "task rejected");
+                crate::user::traced(
+                    || tracing::warn!(target: "schedpool", pool = self.name(), reason = %ScheduleError::Shutdown, suppressed, occurrences = suppressed + 1, "task rejected"),
+                );
             }
             return Err(ScheduleError::Shutdown);
         }
@@ -581,7 +583,9 @@ impl Shared {
         };
         if let Some(suppressed) = self.reject_log.admit() {
             // At most one line a second; `suppressed`: the rejections since the last line.
-            tracing::warn!(target: "schedpool", pool = self.name(), reason = %reason, policy = ?policy, suppressed, occurrences = suppressed + 1, "task rejected");
+            crate::user::traced(
+                || tracing::warn!(target: "schedpool", pool = self.name(), reason = %reason, policy = ?policy, suppressed, occurrences = suppressed + 1, "task rejected"),
+            );
         }
         match policy {
             RejectionPolicy::Abort => {
@@ -735,7 +739,9 @@ impl Shared {
         let removed = self.apply_shutdown_policies(&mut self.queue.lock_all());
         self.queue.wake_all(); // E3: idle workers re-check; they exit if drained
         if before == RunState::Running {
-            tracing::info!(target: "schedpool", pool = self.name(), "executor shut down");
+            crate::user::traced(
+                || tracing::info!(target: "schedpool", pool = self.name(), "executor shut down"),
+            );
         }
         finish_removed(removed);
         self.flush_logs();
@@ -755,18 +761,24 @@ impl Shared {
     pub(super) fn flush_logs(&self) {
         let late = self.late_log.flush();
         if late > 0 {
-            tracing::warn!(target: "schedpool", pool = self.name(), suppressed = late, occurrences = late, "task started late");
+            crate::user::traced(
+                || tracing::warn!(target: "schedpool", pool = self.name(), suppressed = late, occurrences = late, "task started late"),
+            );
         }
         let rejected = self.reject_log.flush();
         if rejected > 0 {
-            tracing::warn!(target: "schedpool", pool = self.name(), suppressed = rejected, occurrences = rejected, "task rejected");
+            crate::user::traced(
+                || tracing::warn!(target: "schedpool", pool = self.name(), suppressed = rejected, occurrences = rejected, "task rejected"),
+            );
         }
     }
 
     /// The pool terminated: the last counts, then the line.
     pub(super) fn log_terminated(&self) {
         self.flush_logs();
-        tracing::info!(target: "schedpool", pool = self.name(), "executor terminated");
+        crate::user::traced(
+            || tracing::info!(target: "schedpool", pool = self.name(), "executor terminated"),
+        );
     }
 
     /// Removes the queued tasks the run-after-shutdown policies no longer allow (and
@@ -805,7 +817,9 @@ impl Shared {
         let entries = self.queue.lock_all().drain_sorted();
         self.queue.wake_all();
         if before == RunState::Running {
-            tracing::info!(target: "schedpool", pool = self.name(), "executor shut down (shutdown_now)");
+            crate::user::traced(
+                || tracing::info!(target: "schedpool", pool = self.name(), "executor shut down (shutdown_now)"),
+            );
         }
         // The handed-out tasks are the caller's to run or drop, not the pool's work.
         self.flush_logs();

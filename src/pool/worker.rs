@@ -49,7 +49,9 @@ impl Drop for ExitGuard {
 pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     CURRENT_POOL.with(|p| p.set(Arc::as_ptr(&shared) as usize));
     reduce_timer_slack(shared.name());
-    tracing::debug!(target: "schedpool", pool = shared.name(), worker = index, "worker started");
+    crate::user::traced(
+        || tracing::debug!(target: "schedpool", pool = shared.name(), worker = index, "worker started"),
+    );
     let mut guard = ExitGuard {
         shared,
         released: false,
@@ -80,7 +82,9 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
         "on_thread_stop",
         guard.shared.name(),
     );
-    tracing::debug!(target: "schedpool", pool = guard.shared.name(), worker = index, "worker exiting");
+    crate::user::traced(
+        || tracing::debug!(target: "schedpool", pool = guard.shared.name(), worker = index, "worker exiting"),
+    );
     CURRENT_POOL.with(|p| p.set(0));
 }
 
@@ -100,15 +104,20 @@ fn run_task(
     } = entry;
     let header = job.header();
     let lateness = clock::since(now, deadline);
-    let span = tracing::trace_span!(
-        target: "schedpool",
-        "task",
-        pool = shared.name(),
-        id = header.id(),
-        task_name = job.name().unwrap_or_default(),
-        kind = job.schedule().name(),
-        lateness_us = lateness.as_micros() as u64,
-    );
+    // U2: the subscriber's span creation, entry, exit and close are contained; a task
+    // whose span failed runs without it, and its run's report still reaches the
+    // re-queue below.
+    let span = crate::user::traced(|| {
+        tracing::trace_span!(
+            target: "schedpool",
+            "task",
+            pool = shared.name(),
+            id = header.id(),
+            task_name = job.name().unwrap_or_default(),
+            kind = job.schedule().name(),
+            lateness_us = lateness.as_micros() as u64,
+        )
+    });
     let env = RunEnv {
         now,
         clock: shared.clock(),
@@ -118,7 +127,14 @@ fn run_task(
         on_worker: true,
     };
     probe!(Run);
-    let report = span.in_scope(|| job.run(&env));
+    let span = span.unwrap_or_else(tracing::Span::none);
+    let report = {
+        let entered = crate::user::traced(|| span.enter());
+        let report = job.run(&env);
+        crate::user::traced(move || drop(entered));
+        report
+    };
+    crate::user::traced(move || drop(span));
     probe!(Take);
     if report.ran {
         shared.lateness.record(index, now.saturating_sub(deadline));
@@ -126,24 +142,30 @@ fn run_task(
             stats::bump(&shared.counters.late);
             // At most one line a second; `suppressed`: the late starts since the last line.
             if let Some(suppressed) = shared.late_log.admit() {
-                tracing::warn!(
-                    target: "schedpool",
-                    pool = shared.name(),
-                    id = header.id(),
-                    lateness_us = lateness.as_micros() as u64,
-                    suppressed,
-                    occurrences = suppressed + 1,
-                    "task started late"
-                );
+                crate::user::traced(|| {
+                    tracing::warn!(
+                        target: "schedpool",
+                        pool = shared.name(),
+                        id = header.id(),
+                        lateness_us = lateness.as_micros() as u64,
+                        suppressed,
+                        occurrences = suppressed + 1,
+                        "task started late"
+                    )
+                });
             }
         }
     }
     if report.skipped {
         stats::bump(&shared.counters.skipped);
-        tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), "periodic run skipped (max_lateness)");
+        crate::user::traced(
+            || tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), "periodic run skipped (max_lateness)"),
+        );
     }
     if let Some(msg) = report.panic {
-        tracing::error!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name().unwrap_or_default(), panic = %msg, "task panicked");
+        crate::user::traced(
+            || tracing::error!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name().unwrap_or_default(), panic = %msg, "task panicked"),
+        );
     }
     match report.next {
         Some(next) => Some((job, next)),
@@ -161,7 +183,9 @@ fn run_task(
 fn reduce_timer_slack(pool: &str) {
     #[cfg(target_os = "linux")]
     if let Err(err) = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1)) {
-        tracing::debug!(target: "schedpool", pool, error = %err, "could not reduce the timer slack");
+        crate::user::traced(
+            || tracing::debug!(target: "schedpool", pool, error = %err, "could not reduce the timer slack"),
+        );
     }
     #[cfg(not(target_os = "linux"))]
     let _ = pool;
@@ -172,7 +196,9 @@ fn reduce_timer_slack(pool: &str) {
 fn run_hook(hook: Option<&Hook>, name: &'static str, pool: &str) {
     if let Some(hook) = hook {
         if catch_unwind(AssertUnwindSafe(|| hook())).is_err() {
-            tracing::error!(target: "schedpool", pool, hook = name, "thread hook panicked");
+            crate::user::traced(
+                || tracing::error!(target: "schedpool", pool, hook = name, "thread hook panicked"),
+            );
         }
     }
 }
@@ -243,7 +269,9 @@ impl Shared {
         match builder.spawn(move || run(shared, index)) {
             Ok(_) => true,
             Err(err) => {
-                tracing::error!(target: "schedpool", pool = self.name(), worker = index, error = %err, "could not start a worker thread");
+                crate::user::traced(
+                    || tracing::error!(target: "schedpool", pool = self.name(), worker = index, error = %err, "could not start a worker thread"),
+                );
                 if self.control.unreserve() {
                     self.log_terminated();
                 }
@@ -361,7 +389,9 @@ impl Shared {
         };
         let (replacement, terminated) = (exit.replacement, exit.terminated);
         if let Some(index) = replacement {
-            tracing::error!(target: "schedpool", pool = self.name(), "a worker died unexpectedly; starting another");
+            crate::user::traced(
+                || tracing::error!(target: "schedpool", pool = self.name(), "a worker died unexpectedly; starting another"),
+            );
             self.start_worker(index);
         }
         if terminated {

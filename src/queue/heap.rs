@@ -242,6 +242,42 @@ fn capacity_overflow() -> ! {
     panic!("capacity overflow: an IndexedHeap holds at most {MAX_LEN} entries")
 }
 
+/// The node a sift moves, recorded where it stands when the sift ends, also when an
+/// `Ord` of the user's (a `PriorityBlockingQueue`'s elements) panics half-way (H1 holds
+/// across the panic: every node the sift swapped was recorded at its swap).
+struct Settle<'a, E, const D: usize, K: Keeper<E>> {
+    heap: &'a mut IndexedHeap<E, D, K>,
+    pos: usize,
+}
+
+impl<E, const D: usize, K: Keeper<E>> Drop for Settle<'_, E, D, K> {
+    #[inline]
+    fn drop(&mut self) {
+        let node = &self.heap.nodes[self.pos];
+        self.heap.keeper.moved(node.tag, &node.entry, self.pos);
+    }
+}
+
+/// A node taken out of the heap while the heap is restored around its hole: if a
+/// comparison panics meanwhile, it goes back in at the end, unsifted (no comparison
+/// needed), so its key still reaches it and nothing is lost; H2 may be broken then, which
+/// is what a panicking `Ord` costs (as for `std`'s `BinaryHeap`).
+struct Leaving<'a, E, const D: usize, K: Keeper<E>> {
+    heap: &'a mut IndexedHeap<E, D, K>,
+    node: Option<Node<E, K::Tag>>,
+}
+
+impl<E, const D: usize, K: Keeper<E>> Drop for Leaving<'_, E, D, K> {
+    #[cold]
+    fn drop(&mut self) {
+        if let Some(node) = self.node.take() {
+            let pos = self.heap.nodes.len();
+            self.heap.keeper.moved(node.tag, &node.entry, pos);
+            self.heap.nodes.push(node);
+        }
+    }
+}
+
 /// A d-ary min-heap with positions kept by `K` (see the module notes).
 pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY, K: Keeper<E> = SlotTable> {
     nodes: Vec<Node<E, K::Tag>>,
@@ -363,10 +399,22 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
     /// If `pos` is out of bounds.
     pub(crate) fn remove_at(&mut self, pos: usize) -> E {
         let node = self.nodes.swap_remove(pos);
+        let node = if pos < self.nodes.len() {
+            // H1 for the last node, now in the hole, before any comparison (which may
+            // panic, in `restore`'s first look, before a sift records it).
+            self.set_pos(pos);
+            // The keeper hears of the leaving only once the heap is whole again: a panic
+            // in a comparison puts the node back instead ([`Leaving`]).
+            let mut leaving = Leaving {
+                heap: self,
+                node: Some(node),
+            };
+            leaving.heap.restore(pos);
+            leaving.node.take().expect("taken once")
+        } else {
+            node
+        };
         self.keeper.left(node.tag, &node.entry);
-        if pos < self.nodes.len() {
-            self.restore(pos);
-        }
         self.give_back();
         node.entry
     }
@@ -406,44 +454,44 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
 
     /// Moves the node at `pos` up while it is before its parent (Java: `siftUp`); returns
     /// where it settled.
-    fn sift_up(&mut self, mut pos: usize) -> usize {
-        while pos > 0 {
-            let parent = (pos - 1) / D;
-            if !self.less(pos, parent) {
+    fn sift_up(&mut self, pos: usize) -> usize {
+        let mut moving = Settle { heap: self, pos };
+        while moving.pos > 0 {
+            let parent = (moving.pos - 1) / D;
+            if !moving.heap.less(moving.pos, parent) {
                 break;
             }
-            self.nodes.swap(pos, parent);
-            self.set_pos(pos); // H1 for the parent that moved down
-            pos = parent;
+            moving.heap.nodes.swap(moving.pos, parent);
+            moving.heap.set_pos(moving.pos); // H1 for the parent that moved down
+            moving.pos = parent;
         }
-        self.set_pos(pos);
-        pos
+        moving.pos // the guard records it (H1)
     }
 
     /// Moves the node at `pos` down while a child is before it (Java: `siftDown`); returns
     /// where it settled.
-    fn sift_down(&mut self, mut pos: usize) -> usize {
+    fn sift_down(&mut self, pos: usize) -> usize {
         let len = self.nodes.len();
+        let mut moving = Settle { heap: self, pos };
         loop {
-            let first = pos * D + 1;
+            let first = moving.pos * D + 1;
             if first >= len {
                 break;
             }
             let mut min = first;
             for child in first + 1..(first + D).min(len) {
-                if self.less(child, min) {
+                if moving.heap.less(child, min) {
                     min = child;
                 }
             }
-            if !self.less(min, pos) {
+            if !moving.heap.less(min, moving.pos) {
                 break;
             }
-            self.nodes.swap(pos, min);
-            self.set_pos(pos); // H1 for the child that moved up
-            pos = min;
+            moving.heap.nodes.swap(moving.pos, min);
+            moving.heap.set_pos(moving.pos); // H1 for the child that moved up
+            moving.pos = min;
         }
-        self.set_pos(pos);
-        pos
+        moving.pos // the guard records it (H1)
     }
 
     /// Rebuilds H2 and H1 from scratch. O(n).
@@ -498,10 +546,13 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D, SlotTable> {
         Some((self.remove_at(0), Handle { slot, gen }))
     }
 
-    /// The current position of the entry `h` names, or `None` if it left the heap.
+    /// The current position of the entry `h` names, or `None` if it left the heap. The
+    /// node there is checked to be `h`'s, so that even a broken H1 never lets a key reach
+    /// another entry.
     #[inline]
     pub(crate) fn position(&self, h: Handle) -> Option<usize> {
-        self.keeper.position(h)
+        let pos = self.keeper.position(h)?;
+        (self.nodes.get(pos)?.tag == h.slot).then_some(pos)
     }
 
     /// The entry `h` names, if it is still in the heap.
@@ -531,6 +582,12 @@ impl<E: Ordered, const D: usize> IndexedHeap<E, D, SlotTable> {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn check_invariants(&self) {
         self.check_order();
+        self.check_positions();
+    }
+
+    /// Asserts H1 and H3, which hold even after a comparison panicked.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn check_positions(&self) {
         let t = &self.keeper;
         for (pos, node) in self.nodes.iter().enumerate() {
             let slot = t.slots[node.tag as usize];

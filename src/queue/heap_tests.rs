@@ -459,3 +459,131 @@ fn a_push_past_max_len_panics_with_capacity_overflow() {
     assert!(message.starts_with("capacity overflow"), "{message}");
     assert_eq!(h.len(), MAX_LEN, "nothing was added");
 }
+
+/// An entry whose comparison panics when the countdown armed by the test reaches zero
+/// (a `PriorityBlockingQueue` element with a broken `Ord`).
+#[derive(Debug, Clone, Copy)]
+struct Fragile {
+    key: u64,
+    id: u64,
+}
+
+thread_local! {
+    /// Comparisons left before one panics; 0: disarmed.
+    static COUNTDOWN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+impl Ordered for Fragile {
+    fn before(&self, other: &Self) -> bool {
+        COUNTDOWN.with(|c| match c.get() {
+            0 => {}
+            1 => {
+                c.set(0);
+                panic!("a comparison that panics");
+            }
+            n => c.set(n - 1),
+        });
+        (self.key, self.id) < (other.key, other.id)
+    }
+}
+
+#[derive(Debug, Clone)]
+enum FragileOp {
+    Push(u64),
+    Pop,
+    Remove(usize),
+    Update(usize, u64),
+    /// The next comparison but `n` panics.
+    Arm(u32),
+}
+
+fn fragile_op() -> impl Strategy<Value = FragileOp> {
+    prop_oneof![
+        3 => (0..50u64).prop_map(FragileOp::Push),
+        2 => Just(FragileOp::Pop),
+        2 => (0..64usize).prop_map(FragileOp::Remove),
+        1 => (0..64usize, 0..50u64).prop_map(|(i, k)| FragileOp::Update(i, k)),
+        2 => (1..6u32).prop_map(FragileOp::Arm),
+    ]
+}
+
+/// Issue-28 point 3: whatever comparison panics during push, pop, remove or update,
+/// every key reaches its own entry, `remove` never returns another's, positions stay
+/// true (H1, H3), and nothing is lost: the entries that come out at the end are exactly
+/// the ones never taken out.
+fn run_fragile<const D: usize>(ops: Vec<FragileOp>) {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let mut h = IndexedHeap::<Fragile, D>::new();
+    let mut issued: Vec<(Handle, u64)> = Vec::new();
+    let mut live: std::collections::HashSet<u64> = Default::default();
+    let mut next_id = 0u64;
+    for op in ops {
+        match op {
+            FragileOp::Arm(n) => COUNTDOWN.with(|c| c.set(n)),
+            FragileOp::Push(key) => {
+                let id = next_id;
+                next_id += 1;
+                let r = catch_unwind(AssertUnwindSafe(|| h.push(Fragile { key, id })));
+                // In the heap either way: a panicking push leaves its entry queued.
+                live.insert(id);
+                if let Ok(handle) = r {
+                    issued.push((handle, id));
+                }
+            }
+            FragileOp::Pop => match catch_unwind(AssertUnwindSafe(|| h.pop())) {
+                Ok(Some(e)) => assert!(live.remove(&e.id), "popped {} twice", e.id),
+                Ok(None) => assert!(live.is_empty(), "an empty pop with entries left"),
+                Err(_) => {} // the popped entry went back
+            },
+            FragileOp::Remove(i) if !issued.is_empty() => {
+                let (handle, id) = issued[i % issued.len()];
+                match catch_unwind(AssertUnwindSafe(|| h.remove(handle))) {
+                    Ok(Some(e)) => {
+                        assert_eq!(e.id, id, "a key removed another's entry");
+                        assert!(live.remove(&id));
+                    }
+                    Ok(None) => assert!(!live.contains(&id), "a live key reached nothing"),
+                    Err(_) => assert!(live.contains(&id)),
+                }
+            }
+            FragileOp::Update(i, key) if !issued.is_empty() => {
+                let (handle, id) = issued[i % issued.len()];
+                let r = catch_unwind(AssertUnwindSafe(|| h.update(handle, |e| e.key = key)));
+                if let Ok(found) = r {
+                    assert_eq!(found, live.contains(&id));
+                }
+            }
+            FragileOp::Remove(_) | FragileOp::Update(..) => {}
+        }
+        h.check_positions();
+        assert_eq!(h.len(), live.len(), "entries lost or duplicated");
+        for &(handle, id) in &issued {
+            match h.get(handle) {
+                Some(e) => assert_eq!(e.id, id, "a key reaches another's entry"),
+                None => assert!(!live.contains(&id), "a live key reaches nothing"),
+            }
+        }
+    }
+    COUNTDOWN.with(|c| c.set(0));
+    let mut left = std::collections::HashSet::new();
+    while let Some(e) = h.pop() {
+        assert!(left.insert(e.id));
+    }
+    assert_eq!(left, live);
+}
+
+proptest! {
+    #[test]
+    fn a_panicking_comparison_loses_nothing_binary(
+        ops in proptest::collection::vec(fragile_op(), 0..200)
+    ) {
+        run_fragile::<2>(ops);
+    }
+
+    #[test]
+    fn a_panicking_comparison_loses_nothing_quaternary(
+        ops in proptest::collection::vec(fragile_op(), 0..200)
+    ) {
+        run_fragile::<4>(ops);
+    }
+}

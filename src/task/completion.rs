@@ -40,6 +40,7 @@ use std::time::Instant;
 
 use crate::error::TaskError;
 use crate::sync::{park_until, thread, Mutex};
+use crate::user;
 
 /// A task's stage; `B` is what the task keeps while pending (its closure), `T` its output.
 pub(crate) struct Completion<B, T> {
@@ -68,13 +69,15 @@ struct Waiters {
 }
 
 impl Waiters {
-    /// K2: after the stage became `Ready`, outside the lock.
+    /// K2: after the stage became `Ready`, outside the lock. The threads first, then the
+    /// waker through the door (U2 in `user.rs`): its panic is contained, so every waiter
+    /// is woken whatever the waker does.
     fn wake(self) {
-        if let Some(waker) = self.waker {
-            waker.wake();
-        }
         for t in self.threads {
             t.unpark();
+        }
+        if let Some(waker) = self.waker {
+            user::wake(waker);
         }
     }
 }
@@ -236,20 +239,49 @@ impl<B: Send, T: Send> Outcome<T> for Completion<B, T> {
 
     fn poll(&self, cx: &mut Context<'_>) -> Poll<Result<T, TaskError>> {
         let mut stage = self.stage.lock();
-        match &mut *stage {
-            Stage::Pending { waiters, .. } => {
-                // K2: registered in the critical section that saw Pending.
-                let w = waiters.get_or_insert_with(Box::default);
-                if !w.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    w.waker = Some(cx.waker().clone());
+        let mut fresh = None;
+        loop {
+            match &mut *stage {
+                Stage::Pending { waiters, .. } => {
+                    // K2: registered in the critical section that saw Pending.
+                    let w = waiters.get_or_insert_with(Box::default);
+                    if w.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        drop(stage);
+                        if let Some(unused) = fresh {
+                            user::drop_waker(unused);
+                        }
+                        return Poll::Pending;
+                    }
+                    if let Some(new) = fresh.take() {
+                        let old = w.waker.replace(new);
+                        drop(stage);
+                        // U1: the replaced waker's drop is user code, outside the lock.
+                        if let Some(old) = old {
+                            user::drop_waker(old);
+                        }
+                        return Poll::Pending;
+                    }
+                    // U1: the clone is user code: made with the lock released, then the
+                    // stage is looked at again.
+                    drop(stage);
+                    fresh = Some(user::call(|| cx.waker().clone()));
+                    stage = self.stage.lock();
                 }
-                Poll::Pending
+                Stage::Ready(_) => {
+                    let Stage::Ready(outcome) = std::mem::replace(&mut *stage, Stage::Taken) else {
+                        unreachable!()
+                    };
+                    drop(stage);
+                    if let Some(unused) = fresh {
+                        user::drop_waker(unused);
+                    }
+                    return Poll::Ready(outcome);
+                }
+                Stage::Taken => {
+                    drop(stage);
+                    panic!("ScheduledFuture polled after it returned Ready")
+                }
             }
-            Stage::Ready(_) => match std::mem::replace(&mut *stage, Stage::Taken) {
-                Stage::Ready(outcome) => Poll::Ready(outcome),
-                _ => unreachable!(),
-            },
-            Stage::Taken => panic!("ScheduledFuture polled after it returned Ready"),
         }
     }
 

@@ -71,7 +71,6 @@ use crate::sync::{Arc, Ordering};
 use std::fmt;
 
 use crate::clock::{Clock, Ticks};
-use crate::error::run_caught;
 use crate::periodic::Schedule;
 use crate::queue::{LockedCell, Position};
 use crate::stats::{Counters, LastRun};
@@ -608,12 +607,8 @@ fn count_run(counters: Option<&Counters>, panicked: bool) {
     }
 }
 
-/// Drops a user value, containing a panic from its `Drop` (traced, then ignored).
-pub(crate) fn drop_quietly<V>(value: V) {
-    if let Err((_, msg)) = run_caught(move || drop(value)) {
-        tracing::error!(target: "schedpool", panic = %msg, "a task's closure panicked while being dropped");
-    }
-}
+/// Drops a user value, its destructor's panic contained (the door, `user.rs`).
+pub(crate) use crate::user::drop_quietly;
 
 #[cfg(all(test, not(loom)))]
 mod header_tests {

@@ -29,6 +29,7 @@ use std::task::Waker;
 
 use super::state::TaskState;
 use crate::sync::{thread, Mutex};
+use crate::user;
 
 /// The table's shards: enough that waiters on different tasks rarely share a lock.
 const SHARDS: usize = 64;
@@ -42,10 +43,20 @@ enum Waiter {
 }
 
 impl Waiter {
+    /// Through the door (U2 in `user.rs`): a waker's panic is contained, so the waiters
+    /// after it are woken too.
     fn wake(self) {
         match self {
             Waiter::Thread(t) => t.unpark(),
-            Waiter::Waker(w) => w.wake(),
+            Waiter::Waker(w) => user::wake(w),
+        }
+    }
+
+    /// Drops the registration; a waker's drop is user code (contained).
+    fn forget(self) {
+        match self {
+            Waiter::Thread(t) => drop(t),
+            Waiter::Waker(w) => user::drop_waker(w),
         }
     }
 }
@@ -107,23 +118,51 @@ pub(super) fn leave(key: usize, me: &thread::Thread) {
 
 /// Registers `waker` for the task at `key`, replacing the one an earlier poll left (W1);
 /// `false` if the task is already terminal.
+///
+/// U1: the waker's clone and the replaced waker's drop are user code, so neither runs
+/// under the shard's lock: a first look keeps a registration that will wake the same
+/// task; otherwise the clone is made unlocked and put in a second critical section
+/// (which checks the state again, W1), and what it replaced is dropped after it.
 pub(super) fn register_waker(key: usize, state: &TaskState, waker: &Waker) -> bool {
+    {
+        let list = table().shard(key).lock();
+        if !state.wait_on() {
+            return false;
+        }
+        if find_waker(&list, key).is_some_and(|old| old.will_wake(waker)) {
+            return true;
+        }
+    }
+    let fresh = user::call(|| waker.clone());
     let mut list = table().shard(key).lock();
     if !state.wait_on() {
+        drop(list);
+        user::drop_waker(fresh);
         return false;
     }
-    match list
+    let old = match list
         .iter_mut()
         .find(|(k, w)| *k == key && matches!(w, Waiter::Waker(_)))
     {
-        Some((_, Waiter::Waker(old))) => {
-            if !old.will_wake(waker) {
-                *old = waker.clone();
-            }
+        Some((_, Waiter::Waker(old))) => Some(std::mem::replace(old, fresh)),
+        _ => {
+            list.push((key, Waiter::Waker(fresh)));
+            None
         }
-        _ => list.push((key, Waiter::Waker(waker.clone()))),
+    };
+    drop(list);
+    if let Some(old) = old {
+        user::drop_waker(old);
     }
     true
+}
+
+/// The waker registered for `key`, if any.
+fn find_waker(list: &[(usize, Waiter)], key: usize) -> Option<&Waker> {
+    list.iter().find_map(|(k, w)| match w {
+        Waiter::Waker(w) if *k == key => Some(w),
+        _ => None,
+    })
 }
 
 /// Wakes every waiter of the task at `key`: called by the author of its terminal
@@ -141,7 +180,8 @@ pub(super) fn wake_all(key: usize) {
             }
         }
     }
-    // W1: after unlocking (a waker may run arbitrary code).
+    // W1: after unlocking (a waker may run arbitrary code); U2: every one, whatever the
+    // others do.
     for w in woken {
         w.wake();
     }
@@ -157,7 +197,8 @@ pub(super) fn forget(key: usize) {
         *list = others;
         mine
     };
-    drop(left); // outside the lock: a waker's drop may run arbitrary code
+    // Outside the lock (a waker's drop may run arbitrary code), each contained.
+    left.into_iter().for_each(|(_, w)| w.forget());
 }
 
 /// How many registrations the task at `key` has (tests).

@@ -1,0 +1,224 @@
+//! The door to user code: every call the crate makes into code it does not own.
+//!
+//! User code reaches the pool through more than its closures: a `Waker` (its `wake`,
+//! `clone` and `drop`), a `tracing` subscriber behind every span and event, a `Trigger`
+//! and its drop, the `Ord` of a queue's elements, a thread hook, a `ClusterLock`. Any of
+//! them may panic, block, or call back into the pool. Two rules hold at every door
+//! (`docs/DESIGN.md`, "User code"):
+//!
+//! - U1: no user code runs while this thread holds a lock of the crate. [`call`] and
+//!   [`contain`] assert it in debug builds (tests included) from the count the crate's
+//!   guards keep (`sync::held`); the exceptions are the calls a structure cannot make
+//!   otherwise, a queue's `Ord` under that queue's own lock (I4 in `queue/mod.rs`), and
+//!   they go through [`under_own_lock`], which says so where it is called.
+//! - U2: no user panic stops a protocol half-way. Where a protocol must go on after the
+//!   call (wake every remaining waiter, finish every removed task, run or end the task
+//!   whose span failed), the call goes through [`contain`], which hands the panic back
+//!   as a value; the caller finishes its step and then reports the panic
+//!   ([`report`]) or re-raises it where a caller of ours expects it.
+//!
+//! A contained panic of a waker or a subscriber is reported once a second at most
+//! (`error`, target `schedpool`, with `door`), through the same subscriber that may have
+//! panicked: that report is contained too, and a panic payload whose own drop panics is
+//! leaked rather than let out.
+
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+use std::task::Waker;
+
+use crate::sync::held;
+use crate::throttle::Throttle;
+
+/// A panic payload, as `catch_unwind` gives it.
+pub(crate) type Panic = Box<dyn Any + Send + 'static>;
+
+/// Which kind of user code panicked (the `door` field of the report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Door {
+    /// `Waker::wake` of a future's or a queue's waiter.
+    Wake,
+    /// A `Waker`'s drop (a replaced or forgotten registration).
+    WakerDrop,
+    /// A `tracing` subscriber, at a task's span or one of the pool's events.
+    Subscriber,
+    /// A `Trigger`'s or closure's destructor run where the protocol had to go on.
+    Drop,
+}
+
+impl Door {
+    fn name(self) -> &'static str {
+        match self {
+            Door::Wake => "waker wake",
+            Door::WakerDrop => "waker drop",
+            Door::Subscriber => "tracing subscriber",
+            Door::Drop => "destructor",
+        }
+    }
+
+    fn throttle(self) -> &'static Throttle {
+        static THROTTLES: [Throttle; 4] = [
+            Throttle::new(),
+            Throttle::new(),
+            Throttle::new(),
+            Throttle::new(),
+        ];
+        &THROTTLES[self as usize]
+    }
+}
+
+/// Asserts U1 (debug builds): this thread holds no lock of the crate.
+#[inline]
+#[track_caller]
+fn assert_unlocked() {
+    debug_assert_eq!(
+        held::count(),
+        0,
+        "schedpool: user code called while the crate holds a lock (U1, src/user.rs)"
+    );
+}
+
+/// Calls user code whose panic may unwind into the caller (U1 checked).
+#[inline]
+#[track_caller]
+pub(crate) fn call<R>(f: impl FnOnce() -> R) -> R {
+    assert_unlocked();
+    f()
+}
+
+/// Calls user code under a lock of the structure it belongs to: a queue's `Ord` under
+/// that queue's lock (the documented exception to U1). Its panic unwinds: the caller's
+/// structure stays true across it (the heap's hole, `queue/heap.rs`).
+#[inline]
+pub(crate) fn under_own_lock<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// Calls user code and contains its panic (U1 checked, U2): `Err` carries the payload.
+#[inline]
+#[track_caller]
+pub(crate) fn contain<R>(f: impl FnOnce() -> R) -> Result<R, Panic> {
+    assert_unlocked();
+    panic::catch_unwind(AssertUnwindSafe(f))
+}
+
+/// Calls into the `tracing` subscriber (an event, a span's creation, entry, exit or
+/// close) with its panic contained and reported (U2): `None` if it panicked. Every span
+/// and event of the crate goes through here, so a subscriber that panics costs its line,
+/// never a task.
+#[inline]
+#[track_caller]
+pub(crate) fn traced<R>(f: impl FnOnce() -> R) -> Option<R> {
+    match contain(f) {
+        Ok(r) => Some(r),
+        Err(p) => {
+            report(Door::Subscriber, p);
+            None
+        }
+    }
+}
+
+/// Wakes `waker` with its panic contained and reported (U2): the caller goes on to its
+/// other waiters whatever this one does.
+#[inline]
+pub(crate) fn wake(waker: Waker) {
+    if let Err(p) = contain(|| waker.wake()) {
+        report(Door::Wake, p);
+    }
+}
+
+/// Drops a waker with its panic contained and reported.
+#[inline]
+pub(crate) fn drop_waker(waker: Waker) {
+    if let Err(p) = contain(|| drop(waker)) {
+        report(Door::WakerDrop, p);
+    }
+}
+
+/// Drops `value` (user code in its destructor: a closure, an output, a trigger, a task
+/// whose last reference this is) with the panic contained and reported.
+pub(crate) fn drop_quietly<T>(value: T) {
+    if let Err(p) = contain(|| drop(value)) {
+        report(Door::Drop, p);
+    }
+}
+
+/// Reports a contained panic (at most one line a second per door) and drops its payload;
+/// neither the report's subscriber nor the payload's destructor gets out.
+pub(crate) fn report(door: Door, payload: Panic) {
+    if let Some(suppressed) = door.throttle().admit() {
+        let message = crate::error::panic_message(&*payload).unwrap_or("<non-string payload>");
+        let _ = contain(|| {
+            tracing::error!(
+                target: "schedpool",
+                door = door.name(),
+                panic = %message,
+                suppressed,
+                "user code panicked; the pool went on"
+            )
+        });
+    }
+    forget_payload(payload);
+}
+
+/// Drops a panic payload; one whose destructor panics is leaked (the panic in hand is
+/// already the user's report, and a second must not unwind out of a protocol).
+pub(crate) fn forget_payload(payload: Panic) {
+    if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+        std::mem::forget(again);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    struct Panicky(AtomicUsize);
+
+    impl Wake for Panicky {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            panic!("a waker that panics");
+        }
+    }
+
+    #[test]
+    fn a_panicking_wake_is_contained() {
+        let w = Arc::new(Panicky(AtomicUsize::new(0)));
+        wake(Waker::from(w.clone()));
+        wake(Waker::from(w.clone()));
+        assert_eq!(w.0.load(Ordering::SeqCst), 2, "both woken, neither got out");
+    }
+
+    #[test]
+    fn a_payload_whose_drop_panics_is_leaked_not_raised() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("payload drop");
+            }
+        }
+        forget_payload(Box::new(Bomb));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "U1")]
+    fn user_code_under_a_crate_lock_is_caught_in_debug_builds() {
+        let m = Mutex::new(());
+        let _g = m.lock();
+        call(|| ());
+    }
+
+    #[test]
+    fn a_lock_released_by_unlocked_is_not_counted() {
+        let m = Mutex::new(());
+        let mut g = m.lock();
+        crate::sync::unlocked(&mut g, || call(|| ()));
+        drop(g);
+        call(|| ());
+    }
+}

@@ -1,0 +1,368 @@
+//! User code that misbehaves at the doors other than the task's closure: wakers that
+//! panic or call back into the pool from `wake` or `drop`, a `PriorityBlockingQueue`
+//! element whose `Ord` panics. Each test accounts exactly: every future resolved, every
+//! waiter woken, the pool terminates, no worker lost, no element lost.
+//!
+//! A call into the pool that would deadlock is run on a helper thread, so that a failure
+//! is a bounded wait that fails, not a test binary that hangs.
+
+mod common;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+use common::{close, counter, load, manual_pool, outcome, sec, BOUND};
+use schedpool::{
+    CancelHandle, PriorityBlockingQueue, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
+};
+
+/// A waker that counts its wakes and then panics.
+struct PanickyWake(AtomicUsize);
+
+impl Wake for PanickyWake {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        panic!("a waker that panics in wake");
+    }
+}
+
+/// A waker that counts its wakes.
+struct CountingWake(AtomicUsize);
+
+impl Wake for CountingWake {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A waker whose drop cancels a task (calls back into the pool from a destructor).
+struct CancelOnDrop(Mutex<Option<CancelHandle>>, Arc<AtomicUsize>);
+
+impl Wake for CancelOnDrop {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.lock().unwrap().take() {
+            h.cancel();
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Polls `fut` once with `waker`.
+fn poll_with<T: Send>(fut: &mut ScheduledFuture<T>, waker: &Waker) -> Poll<Result<T, TaskError>> {
+    Pin::new(fut).poll(&mut Context::from_waker(waker))
+}
+
+/// Runs `f` on a helper thread and waits at most [`BOUND`] for it: `None` if it did not
+/// return in time (a deadlock; the thread is left behind).
+fn bounded<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(BOUND).ok()
+}
+
+/// This process's threads (Linux: `/proc/self/task`; elsewhere none).
+fn threads() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until a thread started after `before` is asleep (state `S`: parked, the only
+/// place the thread the test started can sleep), at most [`BOUND`]. Where `/proc` is
+/// missing it returns at once, and the test still holds, testing less.
+fn wait_asleep(before: &[String]) {
+    if before.is_empty() {
+        return;
+    }
+    common::wait_for("the new thread to block", || {
+        threads().iter().filter(|t| !before.contains(t)).any(|t| {
+            std::fs::read_to_string(format!("/proc/self/task/{t}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('S')))
+                .unwrap_or(false)
+        })
+    });
+}
+
+/// Row 1 (one-shot): a waker whose `wake` panics does not keep the task's other waiters
+/// asleep, and the worker that completed the task lives on.
+#[test]
+fn a_panicking_wake_leaves_the_other_waiters_woken_and_the_worker_alive() {
+    let clock = schedpool::ManualClock::new();
+    let stopped = counter();
+    let s = stopped.clone();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .on_thread_stop(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    let mut fut = pool.schedule(sec(1), || 7).unwrap();
+    let panicky = Arc::new(PanickyWake(AtomicUsize::new(0)));
+    assert!(poll_with(&mut fut, &Waker::from(panicky.clone())).is_pending());
+    let fut = Arc::new(fut);
+    let f = fut.clone();
+    let before = threads();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        f.wait(); // untimed: only the task's completion wakes it
+        let _ = tx.send(());
+    });
+    // The thread waits (registered, parked) before the task runs.
+    wait_asleep(&before);
+    clock.advance(sec(1));
+    assert!(
+        rx.recv_timeout(BOUND).is_ok(),
+        "the blocked thread was woken"
+    );
+    assert_eq!(
+        panicky.0.load(Ordering::SeqCst),
+        1,
+        "the waker was woken once"
+    );
+    // The same worker runs the next task: it did not die with the waker's panic.
+    let next = pool.submit(|| 8).unwrap();
+    assert_eq!(outcome(next).unwrap(), 8);
+    assert_eq!(load(&stopped), 0, "no worker stopped");
+    close(&pool);
+    assert_eq!(load(&stopped), 1);
+}
+
+/// Row 1 (periodic): the same for a periodic task's stage, woken by its cancel.
+#[test]
+fn a_panicking_wake_on_a_periodic_task_does_not_stop_its_cancel() {
+    let (_clock, pool) = manual_pool(1);
+    let mut fut = pool.schedule_at_fixed_rate(sec(1), sec(1), || ()).unwrap();
+    let panicky = Arc::new(PanickyWake(AtomicUsize::new(0)));
+    assert!(poll_with(&mut fut, &Waker::from(panicky.clone())).is_pending());
+    assert!(
+        fut.cancel(),
+        "the cancel returns, the waker's panic contained"
+    );
+    assert_eq!(panicky.0.load(Ordering::SeqCst), 1);
+    assert!(fut.is_cancelled() && fut.is_done());
+    assert_eq!(pool.queue_len(), 0);
+    close(&pool);
+}
+
+/// Row 2: a panicking waker inside `shutdown()` with delayed tasks dropped: every removed
+/// task is completed and woken, and the pool terminates.
+#[test]
+fn a_panicking_wake_inside_shutdown_finishes_every_removed_task() {
+    let clock = schedpool::ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .execute_existing_delayed_tasks_after_shutdown(false)
+        .build();
+    let panicky = Arc::new(PanickyWake(AtomicUsize::new(0)));
+    let counting = Arc::new(CountingWake(AtomicUsize::new(0)));
+    let mut futs: Vec<ScheduledFuture<u32>> = (0..6)
+        .map(|i| pool.schedule(sec(5 + i), move || i as u32).unwrap())
+        .collect();
+    for (i, f) in futs.iter_mut().enumerate() {
+        let w = if i % 2 == 0 {
+            Waker::from(panicky.clone())
+        } else {
+            Waker::from(counting.clone())
+        };
+        assert!(poll_with(f, &w).is_pending());
+    }
+    let p = pool.clone();
+    assert!(bounded(move || p.shutdown()).is_some(), "shutdown returned");
+    assert_eq!(panicky.0.load(Ordering::SeqCst), 3);
+    assert_eq!(counting.0.load(Ordering::SeqCst), 3, "every waiter woken");
+    for f in futs {
+        assert!(f.is_cancelled());
+        assert!(matches!(f.get(), Err(TaskError::Cancelled)));
+    }
+    assert!(pool.await_termination(BOUND), "the pool terminates");
+}
+
+/// Row 3 (one-shot): a replaced waker whose drop cancels the task it waited for: the
+/// drop runs with no lock held, so the cancel goes through and wakes the new waker.
+#[test]
+fn a_replaced_waker_whose_drop_cancels_its_task_does_not_deadlock() {
+    let (_clock, pool) = manual_pool(1);
+    let fut = pool.schedule(sec(5), || 1).unwrap();
+    let cancelled = counter();
+    let done = bounded({
+        let cancelled = cancelled.clone();
+        move || {
+            let mut fut = fut;
+            let old = Waker::from(Arc::new(CancelOnDrop(
+                Mutex::new(Some(fut.cancel_handle())),
+                cancelled,
+            )));
+            assert!(poll_with(&mut fut, &old).is_pending());
+            drop(old); // the registration holds the last reference
+            let new = Arc::new(CountingWake(AtomicUsize::new(0)));
+            // The old waker is replaced (dropped: it cancels), and the new one is woken.
+            let first = poll_with(&mut fut, &Waker::from(new.clone()));
+            (first.is_pending(), new.0.load(Ordering::SeqCst), fut)
+        }
+    });
+    let (pending, woken, fut) = done.expect("the poll returned: no deadlock");
+    assert_eq!(
+        load(&cancelled),
+        1,
+        "the old waker's drop cancelled the task"
+    );
+    assert!(fut.is_cancelled());
+    // Either the cancel came before the new registration (the poll saw it) or after it
+    // (the new waker was woken).
+    assert!(!pending || woken == 1);
+    assert_eq!(pool.queue_len(), 0);
+    close(&pool);
+}
+
+/// Row 3 (periodic): the same through a periodic task's stage mutex.
+#[test]
+fn a_replaced_waker_whose_drop_cancels_its_periodic_task_does_not_deadlock() {
+    let (_clock, pool) = manual_pool(1);
+    let fut = pool
+        .schedule_with_fixed_delay(sec(5), sec(5), || ())
+        .unwrap();
+    let cancelled = counter();
+    let done = bounded({
+        let cancelled = cancelled.clone();
+        move || {
+            let mut fut = fut;
+            let old = Waker::from(Arc::new(CancelOnDrop(
+                Mutex::new(Some(fut.cancel_handle())),
+                cancelled,
+            )));
+            assert!(poll_with(&mut fut, &old).is_pending());
+            drop(old);
+            let new = Arc::new(CountingWake(AtomicUsize::new(0)));
+            let first = poll_with(&mut fut, &Waker::from(new.clone()));
+            (first.is_pending(), new.0.load(Ordering::SeqCst), fut)
+        }
+    });
+    let (pending, woken, fut) = done.expect("the poll returned: no deadlock");
+    assert_eq!(load(&cancelled), 1);
+    assert!(fut.is_cancelled());
+    assert!(!pending || woken == 1);
+    close(&pool);
+}
+
+/// An element whose `Ord` panics once, when the countdown it shares reaches zero.
+#[derive(Debug)]
+struct Touchy {
+    key: u32,
+    countdown: Arc<AtomicUsize>,
+}
+
+impl PartialEq for Touchy {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Touchy {}
+
+impl PartialOrd for Touchy {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Touchy {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if self
+            .countdown
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            == Ok(1)
+        {
+            panic!("an Ord that panics once");
+        }
+        self.key.cmp(&other.key)
+    }
+}
+
+/// Row 6: a comparison that panics during `poll` leaves every key reaching its own
+/// element, and nothing lost.
+#[test]
+fn a_panicking_ord_during_poll_leaves_every_key_true() {
+    let countdown = Arc::new(AtomicUsize::new(0));
+    let q = PriorityBlockingQueue::new();
+    let keys: Vec<_> = (0..40u32)
+        .map(|k| {
+            let key = (k * 17) % 40;
+            (
+                key,
+                q.offer(Touchy {
+                    key,
+                    countdown: countdown.clone(),
+                }),
+            )
+        })
+        .collect();
+    // The third comparison of the next poll panics (in its sift-down).
+    countdown.store(3, Ordering::SeqCst);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q.poll()));
+    assert!(r.is_err(), "the comparison panicked");
+    assert_eq!(q.len(), 40, "the polled element went back");
+    // Every key reaches its own element; every element comes out once.
+    let mut seen = Vec::new();
+    for (key, k) in keys.iter().filter(|(key, _)| key % 2 == 0) {
+        let e = q.remove(*k).expect("a live key reaches its element");
+        assert_eq!(e.key, *key, "and not another's");
+        seen.push(e.key);
+    }
+    while let Some(e) = q.poll() {
+        seen.push(e.key);
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        (0..40).collect::<Vec<_>>(),
+        "nothing lost, nothing twice"
+    );
+}
+
+/// Row 6, through `drain_to`.
+#[test]
+fn a_panicking_ord_during_drain_to_loses_nothing() {
+    let countdown = Arc::new(AtomicUsize::new(0));
+    let q = PriorityBlockingQueue::new();
+    let keys: Vec<_> = (0..30u32)
+        .map(|key| {
+            q.offer(Touchy {
+                key: 29 - key,
+                countdown: countdown.clone(),
+            })
+        })
+        .collect();
+    countdown.store(25, Ordering::SeqCst);
+    let mut out = Vec::new();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| q.drain_to(&mut out, 30)));
+    assert!(r.is_err());
+    assert_eq!(out.len() + q.len(), 30, "the drained and the queued add up");
+    for (i, k) in keys.into_iter().enumerate() {
+        let key = 29 - i as u32;
+        if let Some(e) = q.remove(k) {
+            assert_eq!(e.key, key);
+        } else {
+            assert!(
+                out.iter().any(|e| e.key == key),
+                "a key that reaches nothing was drained"
+            );
+        }
+    }
+    assert!(q.is_empty());
+}
