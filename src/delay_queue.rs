@@ -61,41 +61,42 @@ pub struct NextExpired<T> {
     waiting: Waiting<T>,
 }
 
-/// What an async take of a queue holds: the queue's core, and the waker it registered
-/// last, taken out again when it is dropped so that the timer can stop (I8 in
-/// `queue/mod.rs`). Shared by [`NextExpired`] and [`Expirations`].
+/// What an async take of a queue holds: the queue's core, and the number its waker is
+/// registered under there, so that dropping the take removes its own registration and no
+/// other take's (I8 in `queue/mod.rs`). Shared by [`NextExpired`] and [`Expirations`].
 struct Waiting<T> {
     queue: Arc<BlockingQueue<TimedEntry<T>>>,
-    waker: Option<std::task::Waker>,
+    /// This take's number (process-wide unique).
+    take: u64,
+    /// A poll registered a waker that may still be in the queue.
+    registered: bool,
 }
 
 impl<T: Send + 'static> Waiting<T> {
     fn new(queue: &Arc<BlockingQueue<TimedEntry<T>>>) -> Self {
         Waiting {
             queue: Arc::clone(queue),
-            waker: None,
+            take: crate::sync::unique_id(),
+            registered: false,
         }
     }
 
-    /// One poll of the async take, keeping the registered waker up to date.
+    /// One poll of the async take.
     fn poll(
         &mut self,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<(TimedEntry<T>, Handle)>> {
-        let polled = self.queue.poll_take_keyed(cx);
-        if polled.is_ready() {
-            self.waker = None; // nothing registered any more
-        } else if !self.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            self.waker = Some(cx.waker().clone());
-        }
+        let polled = self.queue.poll_take_keyed(cx, self.take);
+        // A ready poll registered nothing; a pending one left its waker in the queue.
+        self.registered = polled.is_pending();
         polled
     }
 }
 
 impl<T> Drop for Waiting<T> {
     fn drop(&mut self) {
-        if let Some(w) = self.waker.take() {
-            self.queue.forget_waker(&w);
+        if self.registered {
+            self.queue.forget_waker(self.take);
         }
     }
 }
@@ -146,7 +147,7 @@ impl<T: Send + 'static> futures_core::Stream for Expirations<T> {
 impl<T> fmt::Debug for Expirations<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Expirations")
-            .field("waiting", &self.waiting.waker.is_some())
+            .field("waiting", &self.waiting.registered)
             .finish()
     }
 }
@@ -168,7 +169,7 @@ fn expired<T>(
 impl<T> fmt::Debug for NextExpired<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NextExpired")
-            .field("waiting", &self.waiting.waker.is_some())
+            .field("waiting", &self.waiting.registered)
             .finish()
     }
 }
@@ -383,7 +384,9 @@ impl<T: Send + 'static> DelayQueue<T> {
     pub fn peek_with<R>(&self, f: impl FnOnce(&T, Instant) -> R) -> Option<R> {
         let q = self.inner.lock();
         let head = q.peek()?;
-        Some(f(&head.value, self.inner.clock().instant_of(head.deadline)))
+        let at = self.inner.clock().instant_of(head.deadline);
+        // The caller's closure under the queue's lock, as documented (U1's exception).
+        Some(crate::user::under_own_lock(|| f(&head.value, at)))
     }
 
     /// As [`take`](Self::take), with the element's key and deadline.

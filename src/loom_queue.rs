@@ -217,8 +217,9 @@ fn async_poller(q: &Arc<Q>) -> thread::JoinHandle<Option<u32>> {
     thread::spawn(move || {
         let waker = Waker::from(Arc::new(Unpark(thread::current())));
         let mut cx = Context::from_waker(&waker);
+        let take = crate::sync::unique_id();
         loop {
-            if let Poll::Ready(e) = q.poll_take_keyed(&mut cx) {
+            if let Poll::Ready(e) = q.poll_take_keyed(&mut cx, take) {
                 return e.map(|(e, _)| e.value);
             }
             thread::park(); // until the timer thread wakes it (I8); a lost wake-up deadlocks

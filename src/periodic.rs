@@ -228,7 +228,12 @@ impl Schedule {
                     runs: t.runs,
                     panicked: t.panicked,
                 };
-                let next = run_caught(|| trigger.0.lock().next_deadline(&ctx))?;
+                // The user's trigger under its own spec's mutex (U1's exception in
+                // `user.rs`: only the runs of this one task take it, one at a time).
+                let next = run_caught(|| {
+                    let mut t = trigger.0.lock();
+                    crate::user::under_own_lock(|| t.next_deadline(&ctx))
+                })?;
                 Ok(next.map(|at| clock.ticks_of(at)))
             }
         }

@@ -167,7 +167,11 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
     /// Applies `f` to the smallest element without removing it. `f` runs under the
     /// queue's lock: it must not use this queue.
     pub fn peek_with<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
-        self.inner.lock().peek().map(|e| f(&e.item))
+        // The caller's closure under the queue's lock, as documented (U1's exception).
+        self.inner
+            .lock()
+            .peek()
+            .map(|e| crate::user::under_own_lock(|| f(&e.item)))
     }
 
     /// Removes the element `key` names, in O(log n). `None` if it is gone or the key

@@ -9,8 +9,10 @@
 //! - U1: no user code runs while this thread holds a lock of the crate. [`call`] and
 //!   [`contain`] assert it in debug builds (tests included) from the count the crate's
 //!   guards keep (`sync::held`); the exceptions are the calls a structure cannot make
-//!   otherwise, a queue's `Ord` under that queue's own lock (I4 in `queue/mod.rs`), and
-//!   they go through [`under_own_lock`], which says so where it is called.
+//!   otherwise, each under a lock of that one structure and documented as such: a
+//!   queue's `Ord` and a `peek_with` closure under that queue's lock (I4 in
+//!   `queue/mod.rs`), a `Trigger` under its own spec's mutex. They go through
+//!   [`under_own_lock`], which marks them where they are called.
 //! - U2: no user panic stops a protocol half-way. Where a protocol must go on after the
 //!   call (wake every remaining waiter, finish every removed task, run or end the task
 //!   whose span failed), the call goes through [`contain`], which hands the panic back

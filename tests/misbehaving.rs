@@ -366,3 +366,108 @@ fn a_panicking_ord_during_drain_to_loses_nothing() {
     }
     assert!(q.is_empty());
 }
+
+/// A trigger that runs its task again at once, and whose drop calls the pool.
+struct CallsPoolOnDrop {
+    pool: schedpool::WeakExecutor,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl schedpool::Trigger for CallsPoolOnDrop {
+    fn next_deadline(&mut self, ctx: &schedpool::TriggerContext) -> Option<std::time::Instant> {
+        Some(ctx.finished)
+    }
+}
+
+impl Drop for CallsPoolOnDrop {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.upgrade() {
+            let _ = pool.queue_len(); // takes every shard's lock
+        }
+        self.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Row 5: a periodic task cancelled between its run and its re-queue, with every handle
+/// gone, is dropped by the worker; its trigger's destructor, which calls the pool, runs
+/// with no lock held. A race, so many rounds: on a tree that dropped it under the home
+/// shard's lock, a round deadlocks within a few hundred (the bounded wait then fails).
+#[test]
+fn a_trigger_whose_drop_calls_the_pool_never_runs_under_a_lock() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let dropped = counter();
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut rounds = 0;
+    while rounds < 2_000 && std::time::Instant::now() < give_up {
+        let trigger = CallsPoolOnDrop {
+            pool: pool.downgrade(),
+            dropped: dropped.clone(),
+        };
+        let fut = pool
+            .schedule_periodic(schedpool::Periodic::with_trigger(trigger), || ())
+            .unwrap();
+        let handle = fut.cancel_handle();
+        drop(fut);
+        // Cancel at a varying point of the run / re-queue cycle.
+        for _ in 0..(rounds % 64) * 16 {
+            std::hint::spin_loop();
+        }
+        assert!(handle.cancel());
+        drop(handle);
+        rounds += 1;
+        let done = common::wait_until(|| load(&dropped) == rounds);
+        assert!(
+            done,
+            "round {rounds}: the trigger's drop never finished (a deadlock)"
+        );
+    }
+    close(&pool);
+}
+
+/// Row 7: two async takes polled by one task with one waker (two branches of one
+/// `select!`); dropping the one that lost leaves the other registered, and the queue's
+/// timer wakes it when its element falls due.
+#[test]
+fn two_async_takes_sharing_a_waker_keep_each_others_registration() {
+    let clock = schedpool::ManualClock::new();
+    let q = schedpool::DelayQueue::with_clock(clock.clone());
+    q.offer("due", std::time::Duration::from_millis(200));
+    let woken = Arc::new(CountingWake(AtomicUsize::new(0)));
+    let waker = Waker::from(woken.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut lost = Box::pin(q.next_expired());
+    let mut won = Box::pin(q.next_expired());
+    assert!(lost.as_mut().poll(&mut cx).is_pending());
+    assert!(won.as_mut().poll(&mut cx).is_pending());
+    drop(lost); // the branch that lost
+    clock.advance(std::time::Duration::from_millis(200));
+    assert!(
+        common::wait_until(|| woken.0.load(Ordering::SeqCst) >= 1),
+        "the remaining take was woken"
+    );
+    assert_eq!(won.as_mut().poll(&mut cx), Poll::Ready(Some("due")));
+}
+
+/// Row 7, for a stream and a future of one queue sharing a waker.
+#[test]
+fn a_dropped_take_leaves_a_stream_on_the_same_waker_registered() {
+    let clock = schedpool::ManualClock::new();
+    let q = schedpool::DelayQueue::with_clock(clock.clone());
+    q.offer(1u32, sec(1));
+    let woken = Arc::new(CountingWake(AtomicUsize::new(0)));
+    let waker = Waker::from(woken.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut stream = q.expirations();
+    let mut next = Box::pin(q.next_expired());
+    assert!(next.as_mut().poll(&mut cx).is_pending());
+    let mut poll_stream =
+        |cx: &mut Context<'_>| futures_core::Stream::poll_next(Pin::new(&mut stream), cx);
+    assert!(poll_stream(&mut cx).is_pending());
+    drop(next);
+    clock.advance(sec(1));
+    assert!(common::wait_until(|| woken.0.load(Ordering::SeqCst) >= 1));
+    match poll_stream(&mut cx) {
+        Poll::Ready(Some(e)) => assert_eq!(*e.get_ref(), 1),
+        other => panic!("expected the element, got {:?}", other.map(|o| o.is_some())),
+    }
+}

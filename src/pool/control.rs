@@ -318,6 +318,12 @@ impl Control {
         self.termination.wait(until)
     }
 
+    /// After a call that returned `true` for termination, with no lock held: wakes the
+    /// `terminated()` futures.
+    pub(crate) fn wake_terminated(&self) {
+        self.termination.wake_waiters();
+    }
+
     /// Polls for termination (the `terminated()` future).
     pub(crate) fn poll_termination(&self, cx: &mut Context<'_>) -> Poll<()> {
         self.termination.poll(cx)
@@ -326,7 +332,11 @@ impl Control {
     /// Models: the latch alone, as the last party to finish sets it.
     #[cfg(all(test, loom))]
     pub(crate) fn latch_for_model(&self) -> bool {
-        self.termination.latch()
+        let latched = self.termination.latch();
+        if latched {
+            self.termination.wake_waiters();
+        }
+        latched
     }
 }
 
@@ -361,33 +371,59 @@ impl Termination {
         }
     }
 
-    /// Sets the latch; `true` if this call set it.
+    /// Sets the latch; `true` if this call set it. The `terminated()` futures' wakers
+    /// stay registered: the caller that got `true` wakes them with
+    /// [`wake_waiters`](Self::wake_waiters) once it holds no lock (U1 in `user.rs`; a
+    /// worker's exit latches under every shard's lock).
     fn latch(&self) -> bool {
-        let wakers = {
-            let mut latched = self.latched.lock();
-            if latched.0 {
-                return false;
-            }
-            latched.0 = true;
-            self.flag.store(true, Ordering::Release);
-            self.cv.notify_all();
-            std::mem::take(&mut latched.1)
-        };
-        wakers.into_iter().for_each(Waker::wake); // outside the lock (I4's spirit)
+        let mut latched = self.latched.lock();
+        if latched.0 {
+            return false;
+        }
+        latched.0 = true;
+        self.flag.store(true, Ordering::Release);
+        self.cv.notify_all();
         true
+    }
+
+    /// Wakes the futures that waited for the latch (U1: with no lock held; U2: every
+    /// waker, whatever the others do). Ready polls after the latch register nothing.
+    fn wake_waiters(&self) {
+        let wakers = std::mem::take(&mut self.latched.lock().1);
+        wakers.into_iter().for_each(crate::user::wake);
     }
 
     /// The `terminated()` future's poll: ready once latched, else the waker is kept (one
     /// per future: a re-poll with the same waker does not add it again).
+    ///
+    /// U1: the clone is made with the lock released, and put in a second look.
     fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
-        let mut latched = self.latched.lock();
-        if latched.0 {
-            return Poll::Ready(());
+        let mut fresh: Option<Waker> = None;
+        loop {
+            let mut latched = self.latched.lock();
+            let ready = latched.0;
+            if ready || latched.1.iter().any(|w| w.will_wake(cx.waker())) {
+                drop(latched);
+                if let Some(w) = fresh {
+                    crate::user::drop_waker(w);
+                }
+                return if ready {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                };
+            }
+            match fresh.take() {
+                Some(w) => {
+                    latched.1.push(w);
+                    return Poll::Pending;
+                }
+                None => {
+                    drop(latched);
+                    fresh = Some(crate::user::call(|| cx.waker().clone()));
+                }
+            }
         }
-        if !latched.1.iter().any(|w| w.will_wake(cx.waker())) {
-            latched.1.push(cx.waker().clone());
-        }
-        Poll::Pending
     }
 
     fn is_latched(&self) -> bool {

@@ -640,8 +640,10 @@ impl Shared {
             _ => None,
         };
         drop(q);
-        if let Requeued::Refused(job) = outcome {
-            job.finish_cancelled();
+        match outcome {
+            Requeued::Refused(job) => job.finish_cancelled(),
+            Requeued::Dropped(job) => crate::task::drop_quietly(job), // U1: unlocked
+            Requeued::Queued => {}
         }
         if let Some(index) = spawn {
             if !self.start_worker(index) {
@@ -661,7 +663,7 @@ impl Shared {
         let header = job.header();
         debug_assert_eq!(q.index(), header.home(), "T4: the home shard");
         if header.state() != State::Scheduled {
-            return Requeued::Dropped; // cancelled since its run ended; the canceller completes it
+            return Requeued::Dropped(job); // cancelled since its run ended; the canceller completes it
         }
         let allowed = match self.control.load().run_state() {
             RunState::Running => true,
@@ -672,7 +674,7 @@ impl Shared {
             return if header.cancel() {
                 Requeued::Refused(job)
             } else {
-                Requeued::Dropped
+                Requeued::Dropped(job)
             };
         }
         let rescheduled = job
@@ -773,8 +775,10 @@ impl Shared {
         }
     }
 
-    /// The pool terminated: the last counts, then the line.
+    /// The pool terminated: its `terminated()` futures are woken (every caller got `true`
+    /// from a latch and holds no lock, U1), then the last counts and the line.
     pub(super) fn log_terminated(&self) {
+        self.control.wake_terminated();
         self.flush_logs();
         crate::user::traced(
             || tracing::info!(target: "schedpool", pool = self.name(), "executor terminated"),
@@ -977,8 +981,10 @@ pub(super) enum Requeued {
     Queued,
     /// Not allowed after shutdown and cancelled here: its future must be completed.
     Refused(TaskRef),
-    /// Cancelled by someone else meanwhile, who completes it.
-    Dropped,
+    /// Cancelled by someone else meanwhile, who completes it. The reference comes back
+    /// so the caller drops it after unlocking: it may be the task's last one, and the
+    /// task's closure or trigger is user code (U1 in `user.rs`).
+    Dropped(TaskRef),
 }
 
 /// E3: after shutdown, a drained queue wakes every idle worker so it can exit. Called

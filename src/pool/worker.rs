@@ -5,8 +5,10 @@
 //! - W1: a worker holds its worker slot from its reservation until `next_task` releases
 //!   it or, if the loop itself unwinds (a crate bug: user code is contained), until
 //!   [`ExitGuard`] releases it; either way `Shared::worker_exited` runs exactly once.
-//! - W2: user code (task bodies, hooks, destructors of task outputs) runs with no lock
-//!   held, inside `catch_unwind`.
+//! - W2: user code (task bodies, hooks, destructors of task outputs, the `task` span's
+//!   subscriber) runs with no lock held, inside `catch_unwind` (U1 and U2 of `user.rs`):
+//!   a periodic task cancelled before its re-queue is dropped after the home shard is
+//!   unlocked, and a subscriber that panics at the span costs the span, not the run.
 
 use crate::sync::Ordering;
 use std::cell::Cell;
@@ -291,9 +293,16 @@ impl Shared {
     ) -> Option<(Entry, Ticks)> {
         if let Some((job, next)) = requeue {
             let mut q = self.queue.lock(job.header().home());
-            if let Requeued::Refused(job) = self.requeue_locked(&mut q, job, next) {
-                drop(q); // rare (after shutdown): complete its future without the lock
-                job.finish_cancelled();
+            match self.requeue_locked(&mut q, job, next) {
+                Requeued::Queued => {}
+                Requeued::Refused(job) => {
+                    drop(q); // rare (after shutdown): complete its future without the lock
+                    job.finish_cancelled();
+                }
+                Requeued::Dropped(job) => {
+                    drop(q);
+                    drop_quietly(job); // U1: maybe the last reference, dropped unlocked
+                }
             }
         }
         if finished {

@@ -30,11 +30,12 @@
 //! - I1: heap invariants H1–H3 (`heap.rs`) hold whenever the lock is free.
 //! - I2: W1–W4 of `waiters.rs` hold under this queue's lock: one leader, who clears its
 //!   lead itself; every exit of a take hands the lead on when a head is left (W3).
-//! - I4: no crate-owned element code runs under the lock (task bodies, element
-//!   destructors, tracing subscribers): callers get removed entries back and drop them
-//!   after unlocking. The exceptions are the user's own ordering and inspection code,
+//! - I4: no user code runs under the lock (task bodies, element destructors, tracing
+//!   subscribers, an async take's waker: its clone, drop and wake): callers get removed
+//!   entries back and drop them after unlocking, and wakers go through the door of
+//!   `user.rs` (U1). The exceptions are the user's own ordering and inspection code,
 //!   which the API runs on the queue as it is: `PriorityBlockingQueue`'s `Ord`, and the
-//!   closures of both queues' `peek_with`.
+//!   closures of both queues' `peek_with` (`user::under_own_lock`).
 //! - I5: whoever makes a new head (offer, re-key) or removes a head that is not yet due
 //!   (remove by handle, `clear`) signals the leader if there is one, else one follower
 //!   (W2). Taking a *due* head (`poll`, `drain_due`, `pop`, a take) needs no signal: the
@@ -258,8 +259,10 @@ pub(crate) struct State<E> {
     seq: u64,
     /// The owner closed the queue ([`BlockingQueue::close`]): closable takes stop waiting.
     pub(crate) closed: bool,
-    /// Wakers of async takes waiting for a due entry (I8).
-    async_waiters: Vec<Waker>,
+    /// Wakers of async takes waiting for a due entry (I8), each under the number of the
+    /// take that registered it: a take that goes away removes its own registration only,
+    /// also where several takes share one waker (two branches of one `select!`).
+    async_waiters: Vec<(u64, Waker)>,
     /// The timer thread of the async takes runs (I8).
     timer_running: bool,
 }
@@ -439,13 +442,25 @@ impl<E: Timed> BlockingQueue<E> {
 
 impl<E> BlockingQueue<E> {
     /// An async take that will not be polled again forgets its waker, so the timer can
-    /// stop when nobody waits (I8).
-    pub(crate) fn forget_waker(&self, waker: &Waker) {
-        let mut state = self.state.lock();
-        state.async_waiters.retain(|w| !w.will_wake(waker));
-        if state.timer_running && state.async_waiters.is_empty() {
-            self.timer_cv.notify_one();
+    /// stop when nobody waits (I8). Only take `take`'s registration goes; the wakers are
+    /// dropped after unlocking (U1 in `user.rs`).
+    pub(crate) fn forget_waker(&self, take: u64) {
+        let mut gone = Vec::new();
+        {
+            let mut state = self.state.lock();
+            let mut i = 0;
+            while i < state.async_waiters.len() {
+                if state.async_waiters[i].0 == take {
+                    gone.push(state.async_waiters.swap_remove(i).1);
+                } else {
+                    i += 1;
+                }
+            }
+            if state.timer_running && state.async_waiters.is_empty() {
+                self.timer_cv.notify_one();
+            }
         }
+        gone.into_iter().for_each(crate::user::drop_waker);
     }
 }
 
@@ -453,42 +468,83 @@ impl<E> BlockingQueue<E> {
 /// now, or `None` once the queue is closed and nothing is due; else its waker waits in the
 /// queue, and the queue's timer thread wakes it (I8).
 impl<E: Timed + Send + 'static> BlockingQueue<E> {
-    /// One poll, with the taken entry's handle. An entry leaves the queue only in a poll
-    /// that returns it: a future or stream dropped while pending loses nothing (cancel
-    /// safety).
+    /// One poll of async take `take` (a number from `sync::unique_id`), with the taken
+    /// entry's handle. An entry leaves the queue only in a poll that returns it: a future
+    /// or stream dropped while pending loses nothing (cancel safety).
+    ///
+    /// U1: the waker is cloned, dropped and (if no timer thread could start) woken with
+    /// the lock released; a clone made unlocked is put in a second look at the state.
     pub(crate) fn poll_take_keyed(
         self: &Arc<Self>,
         cx: &mut Context<'_>,
+        take: u64,
     ) -> Poll<Option<(E, Handle)>> {
+        let mut fresh: Option<Waker> = None;
         let mut state = self.state.lock();
-        if state.head_deadline().is_some_and(|d| d <= self.clock.now()) {
-            let entry = state.store.pop_keyed();
-            self.signal_head_changed(&state); // the head moved on: waiting takers re-check
-            return Poll::Ready(entry);
-        }
-        if state.closed {
-            return Poll::Ready(None);
-        }
-        // I8: registered, and the timer known to run, in the critical section that saw
-        // nothing due.
-        if !state.async_waiters.iter().any(|w| w.will_wake(cx.waker())) {
-            state.async_waiters.push(cx.waker().clone());
-            if state.timer_running {
-                self.timer_cv.notify_one(); // a lingering timer takes the new waiter on
+        let (replaced, wake_now) = loop {
+            let due = state.head_deadline().is_some_and(|d| d <= self.clock.now());
+            if due || state.closed {
+                let entry = if due {
+                    let entry = state.store.pop_keyed();
+                    self.signal_head_changed(&state); // the head moved on: takers re-check
+                    entry
+                } else {
+                    None
+                };
+                // A ready take is registered no more (a poll of its own came first).
+                let mine = state.async_waiters.iter().position(|(t, _)| *t == take);
+                let left = mine.map(|i| state.async_waiters.swap_remove(i).1);
+                drop(state);
+                left.into_iter()
+                    .chain(fresh)
+                    .for_each(crate::user::drop_waker);
+                return Poll::Ready(entry);
             }
-        }
-        if !state.timer_running {
-            state.timer_running = true;
-            let queue = Arc::clone(self);
-            let started = thread::Builder::new()
-                .name("schedpool-delay-timer".into())
-                .spawn(move || queue.run_timer());
-            if started.is_err() {
-                // No thread could be started: the future is woken at once and polls
-                // again (and tries again), so it cannot wait forever.
-                state.timer_running = false;
-                cx.waker().wake_by_ref();
+            // I8: registered, and the timer known to run, in the critical section that saw
+            // nothing due.
+            let mine = state.async_waiters.iter().position(|(t, _)| *t == take);
+            let replaced = match (mine, fresh.take()) {
+                (Some(i), _) if state.async_waiters[i].1.will_wake(cx.waker()) => None,
+                (Some(i), Some(new)) => Some(std::mem::replace(&mut state.async_waiters[i].1, new)),
+                (None, Some(new)) => {
+                    state.async_waiters.push((take, new));
+                    if state.timer_running {
+                        self.timer_cv.notify_one(); // a lingering timer takes the new waiter on
+                    }
+                    None
+                }
+                (_, None) => {
+                    drop(state);
+                    fresh = Some(crate::user::call(|| cx.waker().clone()));
+                    state = self.state.lock();
+                    continue;
+                }
+            };
+            let mut wake_now = false;
+            if !state.timer_running {
+                state.timer_running = true;
+                let queue = Arc::clone(self);
+                let started = thread::Builder::new()
+                    .name("schedpool-delay-timer".into())
+                    .spawn(move || queue.run_timer());
+                if started.is_err() {
+                    // No thread could be started: the future is woken at once and polls
+                    // again (and tries again), so it cannot wait forever.
+                    state.timer_running = false;
+                    wake_now = true;
+                }
             }
+            break (replaced, wake_now);
+        };
+        drop(state);
+        if let Some(old) = replaced {
+            crate::user::drop_waker(old);
+        }
+        if let Some(unused) = fresh {
+            crate::user::drop_waker(unused);
+        }
+        if wake_now {
+            crate::user::call(|| cx.waker().wake_by_ref());
         }
         Poll::Pending
     }
@@ -521,7 +577,10 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
             let head = state.head_deadline();
             if state.closed || head.is_some_and(|d| d <= self.clock.now()) {
                 let wakers = std::mem::take(&mut state.async_waiters);
-                unlocked(&mut state, || wakers.into_iter().for_each(Waker::wake));
+                // U1, U2: unlocked, and each waker through the door.
+                unlocked(&mut state, || {
+                    wakers.into_iter().for_each(|(_, w)| crate::user::wake(w))
+                });
                 continue;
             }
             let until = head.filter(|_| real).map(|d| self.clock.instant_of(d));
