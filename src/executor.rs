@@ -868,7 +868,9 @@ impl ScheduledThreadPoolExecutor {
     }
 
     /// Changes the core size. Growing starts threads for queued tasks that need them;
-    /// shrinking lets surplus workers exit once idle for `keep_alive`.
+    /// shrinking lets surplus workers exit once idle for `keep_alive`, counted from the
+    /// change: as in Java, an idle worker that was already waiting out a keep-alive starts
+    /// a fresh one.
     pub fn set_core_pool_size(&self, n: usize) {
         self.shared.set_core_pool_size(n);
     }

@@ -471,3 +471,90 @@ fn a_dropped_take_leaves_a_stream_on_the_same_waker_registered() {
         other => panic!("expected the element, got {:?}", other.map(|o| o.is_some())),
     }
 }
+
+/// A waker that calls back into the pool from `wake` (it asks for the queue's length,
+/// which takes every shard's lock) and counts its wakes.
+struct CallsPoolOnWake(ScheduledThreadPoolExecutor, AtomicUsize);
+
+impl Wake for CallsPoolOnWake {
+    fn wake(self: Arc<Self>) {
+        let _ = self.0.queue_len();
+        let _ = self.0.submit(|| ()); // refused after shutdown; must not deadlock either
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The `terminated()` future's waker calls the pool: the worker whose exit terminates
+/// the pool wakes it after unlocking every shard.
+#[test]
+fn a_terminated_waker_that_calls_the_pool_is_woken_with_no_lock_held() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    assert_eq!(outcome(pool.submit(|| 1).unwrap()).unwrap(), 1); // a worker exists
+    let waker = Arc::new(CallsPoolOnWake(pool.clone(), AtomicUsize::new(0)));
+    let mut terminated = Box::pin(pool.terminated());
+    let w = Waker::from(waker.clone());
+    assert!(terminated
+        .as_mut()
+        .poll(&mut Context::from_waker(&w))
+        .is_pending());
+    pool.shutdown();
+    assert!(pool.await_termination(BOUND));
+    assert!(
+        common::wait_until(|| waker.1.load(Ordering::SeqCst) == 1),
+        "the waker ran to its end"
+    );
+    assert!(terminated
+        .as_mut()
+        .poll(&mut Context::from_waker(&w))
+        .is_ready());
+}
+
+/// A future's waker that calls the pool from `wake`, on the worker that completed the
+/// task: the worker holds no lock, so it neither deadlocks nor stops.
+#[test]
+fn a_future_waker_that_calls_the_pool_runs_on_the_worker_unlocked() {
+    let (clock, pool) = manual_pool(1);
+    let mut fut = pool.schedule(sec(1), || 5).unwrap();
+    let waker = Arc::new(CallsPoolOnWake(pool.clone(), AtomicUsize::new(0)));
+    assert!(poll_with(&mut fut, &Waker::from(waker.clone())).is_pending());
+    clock.advance(sec(1));
+    assert!(common::wait_until(|| waker.1.load(Ordering::SeqCst) == 1));
+    assert_eq!(outcome(fut).unwrap(), 5);
+    // The task the waker submitted ran too.
+    common::flush(&pool);
+    close(&pool);
+}
+
+/// A waker that blocks in `wake` until the test opens a gate: only the worker that
+/// completed its task waits; the other worker goes on running tasks meanwhile.
+#[test]
+fn a_waker_that_blocks_holds_up_only_its_own_worker() {
+    struct Blocks(common::Gate, AtomicUsize);
+    impl Wake for Blocks {
+        fn wake(self: Arc<Self>) {
+            self.0.wait();
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let (clock, pool) = manual_pool(2);
+    let mut fut = pool.schedule(sec(1), || 1).unwrap();
+    let blocks = Arc::new(Blocks(common::Gate::default(), AtomicUsize::new(0)));
+    assert!(poll_with(&mut fut, &Waker::from(blocks.clone())).is_pending());
+    clock.advance(sec(1));
+    assert!(
+        fut.wait_timeout(BOUND),
+        "the outcome is stored before the wake"
+    );
+    // One worker is inside the waker; the other one runs these.
+    let others: Vec<_> = (0..10u32)
+        .map(|i| pool.submit(move || i).unwrap())
+        .collect();
+    for (i, f) in others.into_iter().enumerate() {
+        assert_eq!(outcome(f).unwrap(), i as u32);
+    }
+    assert_eq!(blocks.1.load(Ordering::SeqCst), 0, "still blocked");
+    blocks.0.open();
+    assert!(common::wait_until(|| blocks.1.load(Ordering::SeqCst) == 1));
+    assert_eq!(outcome(fut).unwrap(), 1);
+    close(&pool);
+}

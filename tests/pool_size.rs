@@ -403,3 +403,34 @@ fn a_worker_whose_keep_alive_ends_before_the_head_is_due_hands_the_head_on() {
     );
     pool.close();
 }
+
+/// Lowering the core size restarts the keep-alive of a worker that was already waiting
+/// one out (Java's `setCorePoolSize` interrupts idle workers, whose timed poll starts
+/// over): no worker exits sooner than `keep_alive` after the change.
+#[test]
+fn lowering_the_core_size_restarts_a_running_keep_alive() {
+    let keep_alive = std::time::Duration::from_millis(300);
+    let pool = schedpool::ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(3)
+        .keep_alive(keep_alive)
+        .build();
+    assert_eq!(pool.prestart_all_core_threads(), 3);
+    pool.set_core_pool_size(2); // one worker is surplus: it waits out a keep-alive
+                                // Part of that keep-alive passes (the assertion below holds however long this is; it
+                                // only gives the surplus worker time to be in its timed wait at the next change).
+    thread::sleep(keep_alive / 3);
+    let changed = std::time::Instant::now();
+    pool.set_core_pool_size(1); // ... and starts a fresh one
+    assert!(
+        common::wait_until(|| pool.stats().pool_size < 3),
+        "a surplus worker exits"
+    );
+    assert!(
+        changed.elapsed() >= keep_alive,
+        "a worker exited {:?} after the change, before its keep-alive of {keep_alive:?}",
+        changed.elapsed()
+    );
+    assert!(common::wait_until(|| pool.stats().pool_size == 1));
+    pool.shutdown();
+    assert!(pool.await_termination(common::BOUND));
+}

@@ -1544,3 +1544,36 @@ fn the_shutdown_lines_are_written_once_by_the_call_that_shuts_down() {
     );
     assert!(stopped.await_termination(BOUND) && shut.await_termination(BOUND));
 }
+
+/// Ties in `shutdown_now`: tasks with one deadline, submitted from two threads in turn
+/// (so into two shards), come back in submission order, the order `scheduled_tasks`
+/// lists them in.
+#[test]
+fn shutdown_now_returns_ties_in_submission_order_across_shards() {
+    let (_clock, pool) = manual_pool(1);
+    let names = ["a", "b", "c", "d", "e", "f"];
+    for pair in names.chunks(2) {
+        // One from this thread, then one from a fresh thread (another shard).
+        pool.named(pair[0]).schedule(sec(5), || ()).unwrap();
+        let p = pool.clone();
+        let second = pair[1];
+        thread::spawn(move || {
+            p.named(second).schedule(sec(5), || ()).unwrap();
+        })
+        .join()
+        .unwrap();
+    }
+    let listed: Vec<String> = pool
+        .scheduled_tasks()
+        .into_iter()
+        .map(|t| t.name.unwrap_or_default())
+        .collect();
+    assert_eq!(listed, names, "scheduled_tasks: submission order");
+    let returned: Vec<String> = pool
+        .shutdown_now()
+        .iter()
+        .map(|t| t.name().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(returned, names, "shutdown_now: the same order");
+    assert!(pool.await_termination(BOUND));
+}

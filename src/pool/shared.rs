@@ -818,7 +818,10 @@ impl Shared {
     pub(crate) fn shutdown_now(&self) -> Vec<TaskRef> {
         let before = self.control.shut_down(RunState::Stop); // E2: before the pass
         self.sleepers.wake(); // S1: running tasks asleep in `TaskContext::sleep` stop
-        let entries = self.queue.lock_all().drain_sorted();
+        let entries = self
+            .queue
+            .lock_all()
+            .drain_sorted(|e| (e.deadline, e.seq()));
         self.queue.wake_all();
         if before == RunState::Running {
             crate::user::traced(

@@ -348,9 +348,11 @@ impl Shared {
                     return Some((entry, now));
                 }
                 Take::TimedOut => timed_out = true,
-                Take::Stopped => {
-                    timed_out = timed && self.epoch.load(Ordering::Relaxed) != epoch;
-                }
+                // Re-decide (a drained queue, a new core size, a last worker that may time
+                // out now). As Java's interrupted `poll`, a stop is not a timeout: a
+                // worker that became surplus waits a whole fresh `keep_alive` before it
+                // exits, whatever part of one it had waited.
+                Take::Stopped => timed_out = false,
             }
         }
     }

@@ -887,22 +887,22 @@ impl<'a, E: Timed + Tracked, X> AllShards<'a, E, X> {
         out
     }
 
-    /// Removes every entry, in `(deadline, seq)` order.
-    pub(crate) fn drain_sorted(&mut self) -> Vec<E> {
-        let mut out = Vec::new();
+    /// Removes every entry, in the order of `key` (the caller's `(deadline, seq)`), read
+    /// from each entry while it is still queued: a task's header gives its sequence
+    /// number up for its deadline when it leaves (`Tracked::left`), so ties across shards
+    /// could not be ordered afterwards. Each shard gives its entries up in its own order,
+    /// and the sort is stable.
+    pub(crate) fn drain_sorted<K: Ord>(&mut self, key: impl Fn(&E) -> K) -> Vec<E> {
+        let mut keyed = Vec::new();
         for g in &mut self.guards {
-            out.extend(g.store_mut().drain_due(Ticks::MAX));
-        }
-        out.sort_by(|a, b| {
-            if a.before(b) {
-                std::cmp::Ordering::Less
-            } else if b.before(a) {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
+            let store = g.store_mut();
+            while let Some(head) = store.peek() {
+                let k = key(head);
+                keyed.extend(store.pop_head().map(|e| (k, e)));
             }
-        });
-        out
+        }
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        keyed.into_iter().map(|(_, e)| e).collect()
     }
 }
 

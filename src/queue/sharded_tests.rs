@@ -206,7 +206,7 @@ fn the_every_shard_guard_publishes_the_heads_it_changed() {
     let (_c, q) = manual(4);
     offer(&q, 2, 7 * MS, 1);
     assert_eq!(q.scan().0, 7 * MS);
-    assert_eq!(q.lock_all().drain_sorted().len(), 1);
+    assert_eq!(q.lock_all().drain_sorted(|e| (e.deadline, e.seq)).len(), 1);
     assert!(
         q.is_empty_hint(),
         "the drained shard's head is published as empty"
@@ -240,7 +240,7 @@ fn drain_sorted_merges_the_shards() {
     }
     let got: Vec<u32> = q
         .lock_all()
-        .drain_sorted()
+        .drain_sorted(|e| (e.deadline, e.seq))
         .into_iter()
         .map(|e| e.value.0)
         .collect();

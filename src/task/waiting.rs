@@ -174,15 +174,16 @@ pub(super) fn wake_all(key: usize) {
         let mut i = 0;
         while i < list.len() {
             if list[i].0 == key {
-                woken.push(list.swap_remove(i).1);
+                woken.push(list.swap_remove(i));
             } else {
                 i += 1;
             }
         }
     }
     // W1: after unlocking (a waker may run arbitrary code); U2: every one, whatever the
-    // others do.
-    for w in woken {
+    // others do. Threads first: a waker that blocks holds up no blocked `wait`.
+    woken.sort_by_key(|(_, w)| matches!(w, Waiter::Waker(_)));
+    for (_, w) in woken {
         w.wake();
     }
 }
