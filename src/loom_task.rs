@@ -254,6 +254,89 @@ fn loom_async_waker_vs_complete() {
     });
 }
 
+/// A waker that sets a flag (the pollers of the models below spin on it).
+struct Flag(crate::sync::AtomicBool);
+
+impl std::task::Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Polls `task`'s outcome with `flag`'s waker; if pending, waits for the wake (the flag)
+/// and polls again, which must be ready: a wake that never comes spins until the model
+/// fails.
+fn poll_until_ready(
+    task: &crate::task::TypedTask<u32>,
+    flag: &Arc<Flag>,
+) -> Result<u32, crate::TaskError> {
+    use std::task::{Context, Poll, Waker};
+    let waker = Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    if let Poll::Ready(v) = task.outcome().poll(&mut cx) {
+        return v;
+    }
+    while !flag.0.load(Ordering::Acquire) {
+        thread::yield_now(); // woken exactly when the outcome is stored
+    }
+    match task.outcome().poll(&mut cx) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("woken but not ready"),
+    }
+}
+
+/// T2 for async callers, by a cancel instead of a run: a future polled before the cancel
+/// is woken by it or sees it (one-shot: the waiter table, `task/waiting.rs`).
+#[test]
+fn loom_async_waker_vs_cancel() {
+    loom::model(|| {
+        let task = TaskRef::new_typed(OnceTask::new(0, Plain(|| 4u32)));
+        let poller = {
+            let task = task.clone();
+            thread::spawn(move || {
+                let flag = Arc::new(Flag(crate::sync::AtomicBool::new(false)));
+                poll_until_ready(&task, &flag)
+            })
+        };
+        if task.header().cancel() {
+            task.finish_cancelled();
+        }
+        assert!(poller.join().unwrap().unwrap_err().is_cancelled());
+    });
+}
+
+/// U1's two-step registration (`task/waiting.rs`): a poll with a new waker clones it with
+/// the table unlocked and registers it in a second critical section that looks at the
+/// task again. Against a completion racing between the two, the new waker is woken or
+/// the poll sees the outcome. Break: registering in the second section without checking
+/// the state again (`wait_on`) fails it (the waker is registered after the completion
+/// took the registrations, and never woken).
+#[test]
+fn loom_replaced_waker_vs_complete() {
+    use std::task::{Context, Waker};
+    loom::model(|| {
+        let task = TaskRef::new_typed(OnceTask::new(0, Plain(|| 6u32)));
+        let poller = {
+            let task = task.clone();
+            thread::spawn(move || {
+                // A first poll with another waker, then polls with this one.
+                let first = Arc::new(Flag(crate::sync::AtomicBool::new(false)));
+                let waker = Waker::from(first);
+                if let std::task::Poll::Ready(v) =
+                    task.outcome().poll(&mut Context::from_waker(&waker))
+                {
+                    return v;
+                }
+                let flag = Arc::new(Flag(crate::sync::AtomicBool::new(false)));
+                poll_until_ready(&task, &flag)
+            })
+        };
+        let clock = Clock::Manual(ManualClock::new());
+        assert!(task.run(&bare_env(&clock)).ran);
+        assert_eq!(poller.join().unwrap().unwrap(), 6);
+    });
+}
+
 /// E2: a submission racing with `shutdown` is either accepted (then queued, since delayed
 /// one-shots survive shutdown by default) or refused with `Shutdown`; never accepted and
 /// lost, never both.

@@ -57,7 +57,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::state::{End, Exchange, Start, State, CLOSURE, OUTPUT, WAITING};
 use super::{drop_quietly, waiting, Header, Job, Outcome, TypedJob};
@@ -266,7 +266,13 @@ impl Drop for TaskRef {
             return;
         }
         // Acquire: pairs with every other reference's `Release` decrement.
-        fence(Ordering::Acquire);
+        #[cfg(not(schedpool_tsan))]
+        std::sync::atomic::fence(Ordering::Acquire);
+        // ThreadSanitizer does not model fences: the same Acquire as a load of the count
+        // (which is 0 and stays 0), as std's `Arc` does under TSan. `--cfg schedpool_tsan`
+        // is set by a TSan build (`RUSTFLAGS="-Zsanitizer=thread --cfg schedpool_tsan"`).
+        #[cfg(schedpool_tsan)]
+        let _ = self.header().refs.load(Ordering::Acquire);
         let dealloc = self.header().vtable.dealloc;
         // SAFETY:
         // * R1, R2: `dealloc` is the task's own type's;
