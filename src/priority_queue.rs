@@ -27,6 +27,8 @@ struct Prioritized<T> {
 }
 
 impl<T: Ord> Ordered for Prioritized<T> {
+    const MAY_PANIC: bool = true;
+
     #[inline]
     fn before(&self, other: &Self) -> bool {
         // The user's `Ord`, under the queue's own lock (U1's exception, `user.rs`): a

@@ -34,7 +34,7 @@ mod imp {
     /// `PriorityBlockingQueue`'s `Ord`, a `peek_with` closure, a `Trigger` under its
     /// spec's mutex; I4 in `queue/mod.rs`) may panic, and that must not break the queue
     /// or the pool for every later caller. parking_lot's, with a guard that counts the
-    /// crate's locks this thread holds in debug builds ([`held`](super::held)), so
+    /// crate's locks this thread holds in debug builds (`sync::held`), so
     /// that the door to user code (`user.rs`) can assert none is held.
     #[derive(Debug, Default)]
     pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);

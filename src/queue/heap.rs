@@ -54,6 +54,11 @@ use std::fmt;
 /// so no two live entries are ever equivalent.
 pub(crate) trait Ordered {
     fn before(&self, other: &Self) -> bool;
+
+    /// `before` runs the user's code and may panic (a `PriorityBlockingQueue`'s `Ord`):
+    /// removals then keep the removed node until the heap is whole again ([`Leaving`]).
+    /// The crate's own orders (deadlines) never panic and skip that step.
+    const MAY_PANIC: bool = false;
 }
 
 /// Where the heap keeps each entry's position (module notes): the heap tells its keeper
@@ -268,7 +273,7 @@ struct Leaving<'a, E, const D: usize, K: Keeper<E>> {
 }
 
 impl<E, const D: usize, K: Keeper<E>> Drop for Leaving<'_, E, D, K> {
-    #[cold]
+    #[inline]
     fn drop(&mut self) {
         if let Some(node) = self.node.take() {
             let pos = self.heap.nodes.len();
@@ -399,7 +404,10 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
     /// If `pos` is out of bounds.
     pub(crate) fn remove_at(&mut self, pos: usize) -> E {
         let node = self.nodes.swap_remove(pos);
-        let node = if pos < self.nodes.len() {
+        let node = if pos < self.nodes.len() && !E::MAY_PANIC {
+            self.restore(pos);
+            node
+        } else if pos < self.nodes.len() {
             // H1 for the last node, now in the hole, before any comparison (which may
             // panic, in `restore`'s first look, before a sift records it).
             self.set_pos(pos);
@@ -454,44 +462,70 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
 
     /// Moves the node at `pos` up while it is before its parent (Java: `siftUp`); returns
     /// where it settled.
+    #[inline]
     fn sift_up(&mut self, pos: usize) -> usize {
-        let mut moving = Settle { heap: self, pos };
-        while moving.pos > 0 {
-            let parent = (moving.pos - 1) / D;
-            if !moving.heap.less(moving.pos, parent) {
-                break;
-            }
-            moving.heap.nodes.swap(moving.pos, parent);
-            moving.heap.set_pos(moving.pos); // H1 for the parent that moved down
-            moving.pos = parent;
-        }
-        moving.pos // the guard records it (H1)
+        self.settle(pos, Self::sift_up_steps)
     }
 
     /// Moves the node at `pos` down while a child is before it (Java: `siftDown`); returns
     /// where it settled.
+    #[inline]
     fn sift_down(&mut self, pos: usize) -> usize {
+        self.settle(pos, Self::sift_down_steps)
+    }
+
+    /// Runs a sift's `steps` from `pos` and records where the moving node settles (H1).
+    /// With an order that may panic ([`Ordered::MAY_PANIC`]), a [`Settle`] guard records
+    /// it also when a comparison unwinds; the crate's own orders skip the guard.
+    #[inline]
+    fn settle(&mut self, pos: usize, steps: fn(&mut Self, &mut usize)) -> usize {
+        if E::MAY_PANIC {
+            let mut moving = Settle { heap: self, pos };
+            steps(moving.heap, &mut moving.pos);
+            return moving.pos; // the guard records it
+        }
+        let mut at = pos;
+        steps(self, &mut at);
+        self.set_pos(at);
+        at
+    }
+
+    /// `sift_up`'s swaps; `pos` follows the moving node.
+    #[inline]
+    fn sift_up_steps(&mut self, pos: &mut usize) {
+        while *pos > 0 {
+            let parent = (*pos - 1) / D;
+            if !self.less(*pos, parent) {
+                break;
+            }
+            self.nodes.swap(*pos, parent);
+            self.set_pos(*pos); // H1 for the parent that moved down
+            *pos = parent;
+        }
+    }
+
+    /// `sift_down`'s swaps; `pos` follows the moving node.
+    #[inline]
+    fn sift_down_steps(&mut self, pos: &mut usize) {
         let len = self.nodes.len();
-        let mut moving = Settle { heap: self, pos };
         loop {
-            let first = moving.pos * D + 1;
+            let first = *pos * D + 1;
             if first >= len {
                 break;
             }
             let mut min = first;
             for child in first + 1..(first + D).min(len) {
-                if moving.heap.less(child, min) {
+                if self.less(child, min) {
                     min = child;
                 }
             }
-            if !moving.heap.less(min, moving.pos) {
+            if !self.less(min, *pos) {
                 break;
             }
-            moving.heap.nodes.swap(moving.pos, min);
-            moving.heap.set_pos(moving.pos); // H1 for the child that moved up
-            moving.pos = min;
+            self.nodes.swap(*pos, min);
+            self.set_pos(*pos); // H1 for the child that moved up
+            *pos = min;
         }
-        moving.pos // the guard records it (H1)
     }
 
     /// Rebuilds H2 and H1 from scratch. O(n).

@@ -474,6 +474,8 @@ thread_local! {
 }
 
 impl Ordered for Fragile {
+    const MAY_PANIC: bool = true;
+
     fn before(&self, other: &Self) -> bool {
         COUNTDOWN.with(|c| match c.get() {
             0 => {}
