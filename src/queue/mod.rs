@@ -504,7 +504,8 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
             // nothing due.
             let mine = state.async_waiters.iter().position(|(t, _)| *t == take);
             let replaced = match (mine, fresh.take()) {
-                (Some(i), _) if state.async_waiters[i].1.will_wake(cx.waker()) => None,
+                // Registered already; a clone made meanwhile is dropped after unlocking.
+                (Some(i), unused) if state.async_waiters[i].1.will_wake(cx.waker()) => unused,
                 (Some(i), Some(new)) => Some(std::mem::replace(&mut state.async_waiters[i].1, new)),
                 (None, Some(new)) => {
                     state.async_waiters.push((take, new));
