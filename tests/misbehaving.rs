@@ -558,3 +558,49 @@ fn a_waker_that_blocks_holds_up_only_its_own_worker() {
     assert_eq!(outcome(fut).unwrap(), 1);
     close(&pool);
 }
+
+/// A `DelayQueue` waker that calls back into the queue from `wake`.
+struct CallsQueueOnWake(Arc<schedpool::DelayQueue<u32>>, AtomicUsize);
+
+impl Wake for CallsQueueOnWake {
+    fn wake(self: Arc<Self>) {
+        let _ = self.0.len(); // takes the queue's lock
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The `DelayQueue` door: the timer thread wakes every waiting take with no lock held, a
+/// waker that panics does not stop it (the others are woken, and later takes are woken
+/// too: the timer lives on), and a waker that calls the queue goes through.
+#[test]
+fn delay_queue_wakers_that_panic_or_call_the_queue_stop_nothing() {
+    let clock = schedpool::ManualClock::new();
+    let q = Arc::new(schedpool::DelayQueue::with_clock(clock.clone()));
+    q.offer(1u32, sec(1));
+    let panicky = Arc::new(PanickyWake(AtomicUsize::new(0)));
+    let calls = Arc::new(CallsQueueOnWake(q.clone(), AtomicUsize::new(0)));
+    let (wp, wc) = (Waker::from(panicky.clone()), Waker::from(calls.clone()));
+    let mut a = Box::pin(q.next_expired());
+    let mut b = Box::pin(q.next_expired());
+    assert!(a.as_mut().poll(&mut Context::from_waker(&wp)).is_pending());
+    assert!(b.as_mut().poll(&mut Context::from_waker(&wc)).is_pending());
+    clock.advance(sec(1));
+    assert!(
+        common::wait_until(|| calls.1.load(Ordering::SeqCst) == 1),
+        "the waker after the panicking one was woken"
+    );
+    assert_eq!(panicky.0.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        b.as_mut().poll(&mut Context::from_waker(&wc)),
+        Poll::Ready(Some(1))
+    );
+    // The timer still serves the next take.
+    q.offer(2, sec(1));
+    assert!(a.as_mut().poll(&mut Context::from_waker(&wc)).is_pending());
+    clock.advance(sec(1));
+    assert!(common::wait_until(|| calls.1.load(Ordering::SeqCst) == 2));
+    assert_eq!(
+        a.as_mut().poll(&mut Context::from_waker(&wc)),
+        Poll::Ready(Some(2))
+    );
+}

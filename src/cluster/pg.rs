@@ -397,14 +397,20 @@ impl PgLock {
     /// The thread of `generation` timed out: leave it to finish by itself and start a
     /// fresh one at the next call, unless too many are already stuck.
     fn abandon(&self, generation: u64) {
-        let mut conn = self.shared.conn.lock();
-        if conn.generation == generation
-            && conn.tx.is_some()
-            && self.shared.abandoned.load(Ordering::Relaxed) < MAX_ABANDONED
-        {
-            self.shared.abandoned.fetch_add(1, Ordering::Relaxed);
-            conn.tx = None; // the thread ends when it next looks for a request
-            conn.generation += 1;
+        let abandoned = {
+            let mut conn = self.shared.conn.lock();
+            let abandon = conn.generation == generation
+                && conn.tx.is_some()
+                && self.shared.abandoned.load(Ordering::Relaxed) < MAX_ABANDONED;
+            if abandon {
+                self.shared.abandoned.fetch_add(1, Ordering::Relaxed);
+                conn.tx = None; // the thread ends when it next looks for a request
+                conn.generation += 1;
+            }
+            abandon
+        };
+        // U1 (`user.rs`): the subscriber is called with the connection's lock released.
+        if abandoned {
             crate::user::traced(
                 || tracing::warn!(target: "schedpool", node = %self.shared.node, "the lock's database connection stopped answering; starting a new one"),
             );
