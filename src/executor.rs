@@ -637,7 +637,7 @@ impl ScheduledThreadPoolExecutor {
             Schedule::FixedRate(p, _) | Schedule::FixedDelay(p) => *p,
             Schedule::Trigger(_) | Schedule::Once => return false,
         };
-        match exclusive.lock.last_acquired(&exclusive.name) {
+        match crate::user::call(|| exclusive.lock.last_acquired(&exclusive.name)) {
             Ok(Some(age)) if age > period => {
                 crate::user::traced(
                     || tracing::info!(target: "schedpool", pool = self.name(), lock = exclusive.name(), last_run_ago_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX), "the job's last run is more than a period old: its first run here is due at once"),

@@ -56,7 +56,9 @@ pub(crate) fn run_locked<T>(
     f: impl FnOnce(&Lease) -> T,
 ) -> Result<Option<T>, LockError> {
     let pool = ledger.pool;
-    match spec.lock.try_acquire(&spec.name, spec.at_most_for) {
+    // The user's `ClusterLock` through the door (U1: no crate lock held); its panic is the
+    // run's panic, contained by the task's run.
+    match crate::user::call(|| spec.lock.try_acquire(&spec.name, spec.at_most_for)) {
         Ok(Some(lease)) => {
             bump(ledger.counters, |c| &c.lock_acquired);
             crate::user::traced(
@@ -194,15 +196,16 @@ fn keep_extending(
             }
         }
         // A store's panic is contained, as in a release.
-        let extended = match run_caught(|| spec.lock.extend(lease, spec.at_most_for)) {
-            Ok(extended) => extended,
-            Err((payload, msg)) => {
-                drop_quietly(payload);
-                Err(LockError::Store(
-                    format!("the lock's extension panicked: {msg}").into(),
-                ))
-            }
-        };
+        let extended =
+            match crate::user::call(|| run_caught(|| spec.lock.extend(lease, spec.at_most_for))) {
+                Ok(extended) => extended,
+                Err((payload, msg)) => {
+                    drop_quietly(payload);
+                    Err(LockError::Store(
+                        format!("the lock's extension panicked: {msg}").into(),
+                    ))
+                }
+            };
         match extended {
             Ok(true) => {
                 bump(counters, |c| &c.lock_extended);
@@ -266,7 +269,9 @@ impl Drop for Held<'_> {
         let ran = crate::clock::since(self.ledger.clock.now(), self.started);
         // A store's panic is contained here: this may run while the closure's own panic
         // unwinds, where a second panic would abort the process.
-        let released = match run_caught(|| spec.lock.release(lease, spec.at_least_for)) {
+        let released = match crate::user::call(|| {
+            run_caught(|| spec.lock.release(lease, spec.at_least_for))
+        }) {
             Ok(released) => released,
             Err((payload, msg)) => {
                 drop_quietly(payload);
