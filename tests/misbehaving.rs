@@ -101,16 +101,7 @@ fn wait_asleep(before: &[String]) {
 /// asleep, and the worker that completed the task lives on.
 #[test]
 fn a_panicking_wake_leaves_the_other_waiters_woken_and_the_worker_alive() {
-    let clock = schedpool::ManualClock::new();
-    let stopped = counter();
-    let s = stopped.clone();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(1)
-        .clock(clock.clone())
-        .on_thread_stop(move || {
-            s.fetch_add(1, Ordering::SeqCst);
-        })
-        .build();
+    let (clock, pool, stopped) = common::counted_pool(1);
     let mut fut = pool.schedule(sec(1), || 7).unwrap();
     let panicky = Arc::new(PanickyWake(AtomicUsize::new(0)));
     assert!(poll_with(&mut fut, &Waker::from(panicky.clone())).is_pending());

@@ -4,25 +4,10 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use schedpool::{CancelHandle, ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor};
+use schedpool::{CancelHandle, ScheduledFuture};
 
 mod common;
-use common::{close, manual_pool, outcome, sec, wait_for, BOUND};
-
-/// A pool whose workers count their exits.
-fn counted_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor, Arc<AtomicUsize>) {
-    let clock = ManualClock::new();
-    let stopped = Arc::new(AtomicUsize::new(0));
-    let s = stopped.clone();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .clock(clock.clone())
-        .on_thread_stop(move || {
-            s.fetch_add(1, Ordering::SeqCst);
-        })
-        .build();
-    (clock, pool, stopped)
-}
+use common::{close, counted_pool, manual_pool, outcome, sec, wait_for, BOUND};
 
 #[test]
 fn task_schedules_another_task() {

@@ -29,6 +29,24 @@ pub(crate) fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecu
     (clock, pool)
 }
 
+/// A pool of `core` workers on a fresh virtual clock whose workers count their exits
+/// (the stop hook): the clock, the pool and the count.
+pub(crate) fn counted_pool(
+    core: usize,
+) -> (ManualClock, ScheduledThreadPoolExecutor, Arc<AtomicUsize>) {
+    let clock = ManualClock::new();
+    let stopped = Arc::new(AtomicUsize::new(0));
+    let s = stopped.clone();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(core)
+        .clock(clock.clone())
+        .on_thread_stop(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    (clock, pool, stopped)
+}
+
 /// Polls `cond` until it holds or [`BOUND`] passes; `true` if it held.
 pub(crate) fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
     let give_up = Instant::now() + BOUND;
