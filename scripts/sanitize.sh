@@ -10,14 +10,18 @@
 #   build of the crate instrumented with `-Zsanitizer=address` (std itself is not
 #   rebuilt). Catches use-after-free, double free and out-of-bounds accesses; leaks are
 #   left to memcheck (LeakSanitizer would also flag the threads tests leave running).
-# - Miri: the unit tests of `task::raw`, `task::once` and `task::state`, with their
-#   threads: undefined behaviour in the pointer casts, the union and the reference
-#   count, and data races on the slot. Not with `-Zmiri-strict-provenance`:
+# - Miri: the unit tests of `task::raw`, `task::once` and `task::state`: undefined
+#   behaviour in the pointer casts, the union and the reference count; and the slot's
+#   races (`task::once::races`: a run, a cancel or an interrupt, a blocking, timed or
+#   polled get and every reference's drop, each on its own thread) under
+#   `-Zmiri-many-seeds` (MIRI_SEEDS, default 32 schedules each), whose data-race
+#   detector sees an access to the slot, or the free of the task, that nothing orders.
+#   The component is installed if the toolchain lacks it. Not with `-Zmiri-strict-provenance`:
 #   `parking_lot_core`'s contended lock path (the waiter table's mutexes) casts integers
 #   to pointers, which that mode refuses; the crate's own code casts none.
 #
 # Usage:   scripts/sanitize.sh
-# Env:     SANITIZE_TOOLCHAIN (default nightly)
+# Env:     SANITIZE_TOOLCHAIN (default nightly), MIRI_SEEDS (default 32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -43,10 +47,19 @@ else
 fi
 
 echo "== Miri ($tc)"
+if ! cargo "+$tc" miri --version >/dev/null 2>&1; then
+    echo "sanitize: '$tc' has no miri component: installing it (rustup component add miri rust-src)"
+    rustup component add miri rust-src --toolchain "$tc" >/dev/null 2>&1 || true
+fi
 if cargo "+$tc" miri --version >/dev/null 2>&1; then
+    # Every unit test of the unsafe module and the state word once, then the slot's
+    # multi-threaded races (`task::once::races`) under many seeds: each seed is another
+    # thread schedule, so an access the flags or the count do not order is seen.
     CARGO_TARGET_DIR=target/miri cargo "+$tc" miri test --lib -- \
-        task::raw:: task::once:: task::state::
+        task::raw:: task::once::tests:: task::state::
+    CARGO_TARGET_DIR=target/miri MIRIFLAGS="-Zmiri-many-seeds=0..${MIRI_SEEDS:-32}" \
+        cargo "+$tc" miri test --lib -- task::once::races::
 else
-    echo "sanitize: '$tc' has no miri component: Miri skipped (rustup component add miri --toolchain $tc)"
+    echo "sanitize: '$tc' has no miri component and it could not be installed: Miri skipped"
 fi
 echo "== sanitize: done"

@@ -408,3 +408,197 @@ mod tests {
         assert_eq!(waiting::count(key), 0, "W2");
     }
 }
+
+/// A one-shot's slot raced from several threads: the run, a cancel or an interrupt, a
+/// `get` (blocking, timed or polled) and the drops of every reference, each on its own
+/// thread. The accounting is exact: the closure is dropped once, the output once if it
+/// was made, the future's outcome matches the transition that won. These are the tests
+/// Miri runs with many seeds (`scripts/sanitize.sh`): its data-race detector sees an
+/// access to the slot, or the free of the task, that the state word or the reference
+/// count does not order; `cargo test` runs them for many rounds.
+#[cfg(all(test, not(loom)))]
+mod races {
+    use super::*;
+    use crate::task::testing::{clock, env, DropCount};
+    use crate::task::{Plain, TaskRef, TypedTask};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::Wake;
+    use std::thread;
+    use std::time::Duration;
+
+    /// One round under Miri (its seeds vary the schedule), many otherwise.
+    fn rounds() -> usize {
+        if cfg!(miri) {
+            1
+        } else {
+            300
+        }
+    }
+
+    /// Drop counters for one task: its closure, its output, and the runs of its body.
+    #[derive(Default)]
+    struct Counts {
+        closure: Arc<AtomicUsize>,
+        output: Arc<AtomicUsize>,
+        ran: Arc<AtomicUsize>,
+    }
+
+    impl Counts {
+        fn get(c: &Arc<AtomicUsize>) -> usize {
+            c.load(Ordering::SeqCst)
+        }
+    }
+
+    /// A one-shot whose closure and output count their drops, as the pool makes it: the
+    /// future's typed reference and the queue's.
+    fn one_shot(counts: &Counts) -> (TypedTask<DropCount>, TaskRef) {
+        let guard = DropCount(counts.closure.clone());
+        let output = counts.output.clone();
+        let ran = counts.ran.clone();
+        TaskRef::new_typed_pair(OnceTask::new(
+            0,
+            Plain(move || {
+                let _g = guard;
+                ran.fetch_add(1, Ordering::SeqCst);
+                DropCount(output)
+            }),
+        ))
+    }
+
+    /// The worker's part: run the task once, then drop the queue's reference.
+    fn run_and_drop(queued: TaskRef) {
+        let clock = clock();
+        let _ = queued.run(&env(&clock, 0));
+        drop(queued);
+    }
+
+    /// A waker that unparks the polling thread.
+    struct Unpark(thread::Thread);
+
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    #[test]
+    fn a_run_a_cancel_and_a_blocking_get_on_three_threads() {
+        for _ in 0..rounds() {
+            let counts = Counts::default();
+            let (future, queued) = one_shot(&counts);
+            let canceller = future.clone();
+            let (outcome, cancelled) = thread::scope(|s| {
+                s.spawn(move || run_and_drop(queued));
+                let c = s.spawn(move || {
+                    let won = canceller.header().cancel();
+                    if won {
+                        canceller.finish_cancelled(); // T3: drops the closure
+                    }
+                    won
+                });
+                let outcome = future.outcome().wait_take().map(drop);
+                drop(future);
+                (outcome, c.join().unwrap())
+            });
+            let ran = Counts::get(&counts.ran);
+            assert_eq!(ran + cancelled as usize, 1, "T2: run or cancelled, one");
+            assert_eq!(outcome.is_ok(), ran == 1);
+            assert_eq!(Counts::get(&counts.closure), 1, "the closure, once");
+            assert_eq!(Counts::get(&counts.output), ran, "the output, once if made");
+        }
+    }
+
+    #[test]
+    fn a_run_an_interrupt_and_a_poll_on_three_threads() {
+        for _ in 0..rounds() {
+            let counts = Counts::default();
+            let (future, queued) = one_shot(&counts);
+            let interrupter = future.clone();
+            let (outcome, interrupted) = thread::scope(|s| {
+                s.spawn(move || run_and_drop(queued));
+                let i = s.spawn(move || {
+                    let won = interrupter.header().interrupt();
+                    if won {
+                        interrupter.finish_cancelled();
+                    }
+                    drop(interrupter);
+                    won
+                });
+                let waker = std::task::Waker::from(Arc::new(Unpark(thread::current())));
+                let mut cx = Context::from_waker(&waker);
+                let outcome = loop {
+                    match future.outcome().poll(&mut cx) {
+                        Poll::Ready(outcome) => break outcome.map(drop),
+                        Poll::Pending => thread::park(),
+                    }
+                };
+                (outcome, i.join().unwrap())
+            });
+            let ran = Counts::get(&counts.ran);
+            assert_eq!(
+                outcome.as_ref().is_err_and(|e| e.is_cancelled()),
+                interrupted,
+                "the future says Cancelled iff the interrupt won"
+            );
+            assert!(ran == 1 || interrupted, "no run only when interrupted");
+            assert_eq!(Counts::get(&counts.closure), 1, "the closure, once");
+            assert_eq!(
+                Counts::get(&counts.output),
+                ran,
+                "the output: taken by the poll, or dropped by the runner whose finish lost"
+            );
+            drop(future);
+            assert_eq!(Counts::get(&counts.output), ran);
+        }
+    }
+
+    #[test]
+    fn timed_gets_racing_the_run_are_woken_or_leave_the_table() {
+        for _ in 0..rounds() {
+            let counts = Counts::default();
+            let (future, queued) = one_shot(&counts);
+            let key = future.header().key();
+            thread::scope(|s| {
+                s.spawn(move || run_and_drop(queued));
+                // Each wait that times out leaves the table before it returns (W2).
+                while !future
+                    .outcome()
+                    .wait(Some(Instant::now() + Duration::from_micros(50)))
+                {}
+                assert!(future.outcome().wait_take().is_ok());
+            });
+            assert_eq!(waiting::count(key), 0, "W1, W2: no waiter left behind");
+            drop(future);
+            assert_eq!(Counts::get(&counts.closure), 1);
+            assert_eq!(Counts::get(&counts.output), 1);
+        }
+    }
+
+    #[test]
+    fn every_reference_dropped_on_its_own_thread_frees_the_task_once() {
+        for round in 0..rounds() {
+            let counts = Counts::default();
+            let (future, queued) = one_shot(&counts);
+            let handle = future.task().clone(); // a cancel handle's reference
+            thread::scope(|s| {
+                s.spawn(move || run_and_drop(queued));
+                s.spawn(move || {
+                    // The handle reads the task (as `is_done` would) and lets go.
+                    let _ = handle.header().state();
+                    drop(handle);
+                });
+                s.spawn(move || {
+                    // Half the rounds the future takes the output, half it never asks:
+                    // then the task's own drop frees it, on whichever thread is last.
+                    if round % 2 == 0 {
+                        drop(future.outcome().wait_take());
+                    }
+                    drop(future);
+                });
+            });
+            assert_eq!(Counts::get(&counts.closure), 1, "the closure, once");
+            assert_eq!(Counts::get(&counts.output), 1, "the output, once");
+        }
+    }
+}
