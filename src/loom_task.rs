@@ -337,6 +337,87 @@ fn loom_replaced_waker_vs_complete() {
     });
 }
 
+/// A taker blocked in `get` against an interrupt of the one-shot it waits for, which may
+/// land before the run, between its start and its closure take, during the run, or after
+/// it: the taker is woken and its outcome is `Cancelled` exactly when the interrupt won;
+/// the output, if made, is dropped once (by the runner whose finish lost, or with the
+/// taker's outcome). Break: `finish_cancelled` waking the waiters only when it took the
+/// closure (so an interrupt of a started run leaves the wake to a runner whose finish
+/// then loses and wakes no one): the taker is never woken, a deadlock.
+#[test]
+fn loom_blocked_get_vs_interrupt() {
+    loom::model(|| {
+        let output_drops = Arc::new(AtomicUsize::new(0));
+        let out = output_drops.clone();
+        let task = TaskRef::new_typed(OnceTask::new(0, Plain(move || DropCount(out))));
+        let runner = {
+            let task = task.clone();
+            thread::spawn(move || {
+                let clock = Clock::Manual(ManualClock::new());
+                task.run(&bare_env(&clock)).ran
+            })
+        };
+        let taker = {
+            let task = task.clone();
+            thread::spawn(move || task.outcome().wait_take().map(drop))
+        };
+        let interrupted = task.header().interrupt();
+        if interrupted {
+            task.finish_cancelled();
+        }
+        let outcome = taker.join().unwrap();
+        let ran = runner.join().unwrap();
+        assert_eq!(
+            outcome.as_ref().is_err_and(|e| e.is_cancelled()),
+            interrupted,
+            "the taker sees Cancelled exactly when the interrupt won"
+        );
+        assert!(outcome.is_err() || ran, "a value only from a run");
+        assert_eq!(
+            output_drops.load(Ordering::SeqCst),
+            usize::from(ran),
+            "the output, if made, dropped once"
+        );
+    });
+}
+
+/// W2 with a loom-visible timeout (`sync::timeouts_fire`): a waiter whose timed wait
+/// times out leaves the waiter table while the one-shot completes and another thread
+/// waits untimed. The timed-out waiter takes back only its own registration: the other
+/// waiter is woken by the completion, and the table holds nothing for the task after.
+/// Break: `leave` taking every registration of the task instead of its own (the other
+/// waiter, registered before the completion, is never woken: a deadlock).
+#[test]
+fn loom_timed_out_waiter_leaves_only_its_own_registration() {
+    loom::model(|| {
+        let task = TaskRef::new_typed(OnceTask::new(0, Plain(|| 9u32)));
+        let key = task.header().key();
+        let timed = {
+            let task = task.clone();
+            thread::spawn(move || {
+                crate::sync::timeouts_fire();
+                let done = task.outcome().wait(Some(std::time::Instant::now()));
+                // A timed-out wait returns whether the task ended meanwhile.
+                assert!(!done || task.header().state().is_terminal());
+            })
+        };
+        let untimed = {
+            let task = task.clone();
+            thread::spawn(move || task.outcome().wait(None))
+        };
+        let clock = Clock::Manual(ManualClock::new());
+        assert!(task.run(&bare_env(&clock)).ran);
+        assert!(untimed.join().unwrap(), "the untimed waiter is woken");
+        timed.join().unwrap();
+        assert_eq!(
+            crate::task::waiter_count(key),
+            0,
+            "W2: no registration outlives the wait"
+        );
+        assert_eq!(task.outcome().wait_take().unwrap(), 9);
+    });
+}
+
 /// E2: a submission racing with `shutdown` is either accepted (then queued, since delayed
 /// one-shots survive shutdown by default) or refused with `Shutdown`; never accepted and
 /// lost, never both.

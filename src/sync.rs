@@ -313,9 +313,29 @@ mod imp {
         }
     }
 
+    loom::thread_local! {
+        /// Whether this model thread's timed parks time out (see [`timeouts_fire`]).
+        static TIMEOUTS_FIRE: std::cell::Cell<bool> = std::cell::Cell::new(false);
+    }
+
+    /// Makes this model thread's timed parks time out: each returns `true` (timed out)
+    /// after a yield, without being woken. loom has no clock, so a timeout cannot come
+    /// "later"; returning at once, with a scheduling point before it, lets loom place it
+    /// at every point of the other threads' steps, which is what a timeout racing a wake
+    /// can do. A model that needs a timed-out waiter's exit (the waiter table's `leave`,
+    /// W2 in `task/waiting.rs`) calls this on that waiter's thread.
+    pub(crate) fn timeouts_fire() {
+        TIMEOUTS_FIRE.with(|t| t.set(true));
+    }
+
     /// loom has no clock: a timed park is an untimed one (callers re-check, and no model
-    /// waits with a timeout for something that never comes).
-    pub(crate) fn park_until(_until: Option<Instant>) -> bool {
+    /// waits with a timeout for something that never comes), unless the thread asked for
+    /// its timeouts to fire ([`timeouts_fire`]).
+    pub(crate) fn park_until(until: Option<Instant>) -> bool {
+        if until.is_some() && TIMEOUTS_FIRE.with(|t| t.get()) {
+            thread::yield_now();
+            return true;
+        }
         thread::park();
         false
     }

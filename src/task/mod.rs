@@ -610,6 +610,13 @@ fn count_run(counters: Option<&Counters>, panicked: bool) {
 /// Drops a user value, its destructor's panic contained (the door, `user.rs`).
 pub(crate) use crate::user::drop_quietly;
 
+/// How many registrations the waiter table holds for the one-shot at `key` (the loom
+/// models; W2 in `waiting.rs`).
+#[cfg(all(test, loom))]
+pub(crate) fn waiter_count(key: usize) -> usize {
+    waiting::count(key)
+}
+
 #[cfg(all(test, not(loom)))]
 mod header_tests {
     use super::*;
