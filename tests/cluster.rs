@@ -822,3 +822,148 @@ fn catch_up_with_a_store_that_cannot_tell_schedules_as_usual() {
     fut.cancel();
     pool.close();
 }
+
+/// A store that calls back into the pool from every method: `try_acquire` reads the
+/// queue and submits a task, `release` lists the tasks and, on the second run, cancels
+/// the job it serves. The store is called with no lock of the pool held, so none of it
+/// deadlocks; every task it submitted runs, and the job ends cancelled after two runs.
+struct CallsPool {
+    inner: LocalLock,
+    pool: std::sync::OnceLock<ScheduledThreadPoolExecutor>,
+    job: std::sync::OnceLock<schedpool::CancelHandle>,
+    submitted: Mutex<Vec<schedpool::ScheduledFuture<()>>>,
+    releases: AtomicU64,
+}
+
+impl ClusterLock for CallsPool {
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        let pool = self.pool.get().expect("set before the first run");
+        let _ = pool.queue_len();
+        let fut = pool.submit(|| ()).expect("the pool is running");
+        self.submitted.lock().unwrap().push(fut);
+        self.inner.try_acquire(name, at_most_for)
+    }
+
+    fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        let pool = self.pool.get().expect("set before the first run");
+        assert!(!pool.scheduled_tasks().is_empty(), "the job is listed");
+        if self.releases.fetch_add(1, Ordering::SeqCst) == 1 {
+            assert!(
+                self.job.get().expect("set").cancel(),
+                "the job is cancelled"
+            );
+        }
+        self.inner.release(lease, at_least_for)
+    }
+
+    fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
+        let _ = self.pool.get().expect("set").stats();
+        self.inner.extend(lease, at_most_for)
+    }
+}
+
+#[test]
+fn a_store_that_calls_the_pool_from_every_method_does_not_deadlock() {
+    let clock = ManualClock::new();
+    let store = Arc::new(CallsPool {
+        inner: LocalLock::with_clock(clock.clone()),
+        pool: Default::default(),
+        job: Default::default(),
+        submitted: Mutex::default(),
+        releases: AtomicU64::new(0),
+    });
+    let pool = node(&clock);
+    assert!(store.pool.set(pool.clone()).is_ok());
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let spec = Periodic::at_fixed_rate(PERIOD)
+        .initial_delay(PERIOD)
+        .exclusive(Exclusive::new(store.clone(), "report", sec(60)));
+    let fut = pool
+        .schedule_periodic(spec, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert!(store.job.set(fut.cancel_handle()).is_ok());
+    for _ in 0..2 {
+        clock.advance(PERIOD);
+        assert!(pool.wait_idle(BOUND), "a store call deadlocked the worker");
+    }
+    assert!(
+        wait_until(|| fut.is_done()),
+        "the release's cancel took effect"
+    );
+    assert!(fut.get().unwrap_err().is_cancelled());
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let submitted = std::mem::take(&mut *store.submitted.lock().unwrap());
+    assert_eq!(submitted.len(), 2);
+    for f in submitted {
+        assert!(f.wait_timeout(BOUND), "what the store submitted ran");
+        f.get().unwrap();
+    }
+    pool.shutdown();
+    assert!(pool.await_termination(BOUND));
+}
+
+/// A store whose `try_acquire` blocks until a gate opens: it holds up only the worker
+/// that runs the exclusive job; the other worker runs other tasks meanwhile, and the
+/// job's run follows when the store answers.
+struct Blocks {
+    inner: LocalLock,
+    gate: common::Gate,
+    entered: AtomicBool,
+}
+
+impl ClusterLock for Blocks {
+    fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
+        self.entered.store(true, Ordering::SeqCst);
+        self.gate.wait();
+        self.inner.try_acquire(name, at_most_for)
+    }
+
+    fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
+        self.inner.release(lease, at_least_for)
+    }
+}
+
+#[test]
+fn a_store_that_blocks_holds_up_only_its_own_run() {
+    let clock = ManualClock::new();
+    let store = Arc::new(Blocks {
+        inner: LocalLock::with_clock(clock.clone()),
+        gate: common::Gate::default(),
+        entered: AtomicBool::new(false),
+    });
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(2)
+        .clock(clock.clone())
+        .build();
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let spec = Periodic::at_fixed_rate(PERIOD)
+        .max_runs(1)
+        .exclusive(Exclusive::new(store.clone(), "report", sec(60)));
+    let fut = pool
+        .schedule_periodic(spec, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert!(wait_until(|| store.entered.load(Ordering::SeqCst)));
+    // One worker waits in the store; the other runs these.
+    for i in 0..10u64 {
+        let f = pool.submit(move || i).unwrap();
+        assert!(f.wait_timeout(BOUND), "the other worker is free");
+        assert_eq!(f.get().unwrap(), i);
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "the job waits for its store"
+    );
+    store.gate.open();
+    assert!(fut.wait_timeout(BOUND));
+    assert!(fut.get().is_ok());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    pool.shutdown();
+    assert!(pool.await_termination(BOUND));
+}

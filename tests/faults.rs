@@ -511,6 +511,134 @@ fn a_stop_hook_that_calls_close_does_not_deadlock() {
     slot.lock().unwrap().take();
 }
 
+/// A start hook that blocks (until a gate opens) holds up only its own worker: the other
+/// worker starts, runs every task, and the blocked one joins once its hook returns.
+#[test]
+fn a_start_hook_that_blocks_holds_up_only_its_own_worker() {
+    let gate = Gate::default();
+    let g = gate.clone();
+    let first = Arc::new(AtomicBool::new(true));
+    let blocked = counter();
+    let b = blocked.clone();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(2)
+        .on_thread_start(move || {
+            if first.swap(false, Ordering::SeqCst) {
+                b.fetch_add(1, Ordering::SeqCst);
+                g.wait();
+            }
+        })
+        .build();
+    // The first submission starts the worker whose hook blocks, the second another one.
+    let futs: Vec<_> = (0..10).map(|i| pool.submit(move || i).unwrap()).collect();
+    assert!(wait_until(|| load(&blocked) == 1));
+    assert_eq!(
+        futs.into_iter().map(|f| f.get().unwrap()).sum::<i32>(),
+        45,
+        "the other worker ran them all"
+    );
+    gate.open();
+    let both = counter();
+    let arrived: Vec<_> = (0..2)
+        .map(|_| {
+            let both = both.clone();
+            pool.submit(move || {
+                both.fetch_add(1, Ordering::SeqCst);
+                wait_until(|| load(&both) == 2)
+            })
+            .unwrap()
+        })
+        .collect();
+    assert!(
+        arrived.into_iter().all(|f| f.get().unwrap()),
+        "the worker whose hook blocked runs tasks once it returned"
+    );
+    pool.shutdown();
+    assert!(pool.await_termination(BOUND));
+}
+
+/// A stop hook that blocks delays termination until it returns (termination means every
+/// worker has ended, hooks included) and holds up nothing else: `shutdown` returns, the
+/// other worker exits.
+#[test]
+fn a_stop_hook_that_blocks_delays_termination_only() {
+    let gate = Gate::default();
+    let g = gate.clone();
+    let first = Arc::new(AtomicBool::new(true));
+    let stops = counter();
+    let t = stops.clone();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(2)
+        .on_thread_stop(move || {
+            if first.swap(false, Ordering::SeqCst) {
+                g.wait();
+            }
+            t.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    let futs: Vec<_> = (0..4).map(|i| pool.submit(move || i).unwrap()).collect();
+    assert_eq!(futs.into_iter().map(|f| f.get().unwrap()).sum::<i32>(), 6);
+    let p = pool.clone();
+    within_bound("shutdown", move || p.shutdown());
+    assert!(wait_until(|| load(&stops) == 1), "the other worker exited");
+    assert!(
+        !pool.await_termination(Duration::from_millis(20)),
+        "not terminated while a stop hook runs"
+    );
+    gate.open();
+    assert!(pool.await_termination(BOUND));
+    assert_eq!(load(&stops), 2);
+}
+
+/// Hooks that call back into the pool (read it, submit to it) run with no lock of the pool
+/// held: the start hook's task runs, the stop hooks' reads return.
+#[test]
+fn hooks_that_call_the_pool_do_not_deadlock() {
+    let slot: Slot = Arc::default();
+    let (s1, s2) = (slot.clone(), slot.clone());
+    let submitted: Arc<Mutex<Vec<schedpool::ScheduledFuture<u32>>>> = Arc::default();
+    let sub = submitted.clone();
+    let stops = counter();
+    let t = stops.clone();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(2)
+        .on_thread_start(move || {
+            let pool = s1.lock().unwrap().clone();
+            if let Some(pool) = pool {
+                let _ = pool.queue_len();
+                let _ = pool.scheduled_tasks();
+                sub.lock().unwrap().push(pool.submit(|| 7).unwrap());
+            }
+        })
+        .on_thread_stop(move || {
+            let pool = s2.lock().unwrap().clone();
+            if let Some(pool) = pool {
+                let _ = pool.stats();
+                let _ = pool.queue_len();
+                let _ = pool.is_shutdown();
+            }
+            t.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    *slot.lock().unwrap() = Some(pool.clone());
+    let futs: Vec<_> = (0..4).map(|i| pool.submit(move || i).unwrap()).collect();
+    assert_eq!(futs.into_iter().map(|f| f.get().unwrap()).sum::<i32>(), 6);
+    assert!(
+        wait_until(|| submitted.lock().unwrap().len() == 2),
+        "each worker's start hook submitted its task"
+    );
+    let from_hooks = std::mem::take(&mut *submitted.lock().unwrap());
+    for f in from_hooks {
+        assert!(f.wait_timeout(BOUND));
+        assert_eq!(f.get().unwrap(), 7);
+    }
+    let p = pool.clone();
+    within_bound("shutdown", move || p.shutdown());
+    assert!(pool.await_termination(BOUND));
+    assert_eq!(load(&stops), 2);
+    slot.lock().unwrap().take();
+}
+
 // ---------------------------------------------------------------------------------------
 // A task that blocks for a long time
 

@@ -581,3 +581,249 @@ fn delay_queue_wakers_that_panic_or_call_the_queue_stop_nothing() {
         Poll::Ready(Some(2))
     );
 }
+
+/// A waker that blocks in `wake` until its gate opens, counting the wakes that returned.
+struct BlocksOnWake(common::Gate, AtomicUsize, AtomicUsize);
+
+impl Wake for BlocksOnWake {
+    fn wake(self: Arc<Self>) {
+        self.1.fetch_add(1, Ordering::SeqCst); // entered
+        self.0.wait();
+        self.2.fetch_add(1, Ordering::SeqCst); // returned
+    }
+}
+
+fn blocks_on_wake() -> Arc<BlocksOnWake> {
+    Arc::new(BlocksOnWake(
+        common::Gate::default(),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ))
+}
+
+/// A `DelayQueue` waker that blocks holds up the queue's timer thread, which wakes the
+/// async takes, and nothing else: offers, blocking polls and the queue's other calls go
+/// on meanwhile; an async take that waits for the timer is woken once the waker returns;
+/// nothing is lost.
+#[test]
+fn a_delay_queue_waker_that_blocks_holds_up_only_the_timer_thread() {
+    let clock = schedpool::ManualClock::new();
+    let q = Arc::new(schedpool::DelayQueue::with_clock(clock.clone()));
+    q.offer(1u32, sec(1));
+    let blocks = blocks_on_wake();
+    let wb = Waker::from(blocks.clone());
+    let mut a = Box::pin(q.next_expired());
+    assert!(a.as_mut().poll(&mut Context::from_waker(&wb)).is_pending());
+    clock.advance(sec(1));
+    assert!(
+        common::wait_until(|| blocks.1.load(Ordering::SeqCst) == 1),
+        "the timer thread is inside the waker"
+    );
+    // The queue's lock is free: offers, reads and blocking polls go on.
+    q.offer(2, sec(0));
+    assert_eq!(q.len(), 2);
+    assert_eq!(q.poll(), Some(1));
+    // A second async take, registered while the timer is held up, is woken after it.
+    q.offer(3, sec(1));
+    let counting = Arc::new(CountingWake(AtomicUsize::new(0)));
+    let wc = Waker::from(counting.clone());
+    let mut b = Box::pin(q.next_expired());
+    assert_eq!(
+        b.as_mut().poll(&mut Context::from_waker(&wc)),
+        Poll::Ready(Some(2)),
+        "a due element is taken at once, without the timer"
+    );
+    assert!(b.as_mut().poll(&mut Context::from_waker(&wc)).is_pending());
+    clock.advance(sec(1));
+    blocks.0.open();
+    assert!(common::wait_until(|| blocks.2.load(Ordering::SeqCst) == 1));
+    assert!(
+        common::wait_until(|| counting.0.load(Ordering::SeqCst) >= 1),
+        "the timer thread went on after the waker returned"
+    );
+    assert_eq!(
+        b.as_mut().poll(&mut Context::from_waker(&wc)),
+        Poll::Ready(Some(3))
+    );
+    assert!(a.as_mut().poll(&mut Context::from_waker(&wc)).is_pending());
+    assert!(q.is_empty(), "nothing lost, nothing taken twice");
+}
+
+/// The `terminated()` future's waker blocks: it holds up only the thread that latched
+/// termination (the last worker to exit, or the caller of `shutdown` when the workers
+/// were gone before its own part ended, as Java's `terminated()` hook runs on either),
+/// after the latch, so the pool reads as terminated meanwhile.
+#[test]
+fn a_terminated_waker_that_blocks_holds_up_only_the_latching_thread() {
+    let pool = ScheduledThreadPoolExecutor::new(2);
+    let futs: Vec<_> = (0..4).map(|i| pool.submit(move || i).unwrap()).collect();
+    assert_eq!(futs.into_iter().map(|f| f.get().unwrap()).sum::<i32>(), 6);
+    let blocks = blocks_on_wake();
+    let w = Waker::from(blocks.clone());
+    let mut terminated = Box::pin(pool.terminated());
+    assert!(terminated
+        .as_mut()
+        .poll(&mut Context::from_waker(&w))
+        .is_pending());
+    let p = pool.clone();
+    let shutdown = std::thread::spawn(move || p.shutdown());
+    assert!(
+        pool.await_termination(BOUND),
+        "terminated while the waker blocks"
+    );
+    assert!(pool.is_terminated());
+    assert!(common::wait_until(|| blocks.1.load(Ordering::SeqCst) == 1));
+    assert!(terminated
+        .as_mut()
+        .poll(&mut Context::from_waker(&w))
+        .is_ready());
+    blocks.0.open();
+    assert!(common::wait_until(|| blocks.2.load(Ordering::SeqCst) == 1));
+    shutdown.join().unwrap();
+}
+
+/// A trigger that calls back into the pool from `first_deadline` and `next_deadline`:
+/// it reads the queue and the task list, submits a task, and after its second run
+/// cancels its own task. Only its own task's runs hold the spec's mutex it runs under,
+/// so none of it deadlocks: the task ends cancelled after two runs, and what the trigger
+/// submitted ran.
+struct CallsPoolFromNext {
+    pool: schedpool::WeakExecutor,
+    me: Arc<std::sync::OnceLock<CancelHandle>>,
+    submitted: Arc<Mutex<Vec<ScheduledFuture<u32>>>>,
+}
+
+impl CallsPoolFromNext {
+    fn call(&self) {
+        let pool = self.pool.upgrade().expect("the pool is alive");
+        let _ = pool.queue_len();
+        let _ = pool.scheduled_tasks();
+        let fut = pool.submit(|| 3).expect("running");
+        self.submitted.lock().unwrap().push(fut);
+    }
+}
+
+impl schedpool::Trigger for CallsPoolFromNext {
+    fn first_deadline(&mut self, earliest: std::time::Instant) -> Option<std::time::Instant> {
+        self.call();
+        Some(earliest)
+    }
+
+    fn next_deadline(&mut self, ctx: &schedpool::TriggerContext) -> Option<std::time::Instant> {
+        self.call();
+        if ctx.runs == 2 {
+            assert!(self.me.get().expect("set").cancel(), "its own cancel wins");
+        }
+        Some(ctx.finished + sec(1))
+    }
+}
+
+#[test]
+fn a_trigger_that_calls_the_pool_from_its_deadlines_does_not_deadlock() {
+    let (clock, pool) = manual_pool(1);
+    let me = Arc::new(std::sync::OnceLock::new());
+    let submitted: Arc<Mutex<Vec<ScheduledFuture<u32>>>> = Arc::default();
+    let runs = counter();
+    let r = runs.clone();
+    let trigger = CallsPoolFromNext {
+        pool: pool.downgrade(),
+        me: me.clone(),
+        submitted: submitted.clone(),
+    };
+    let p = pool.clone();
+    let fut = bounded(move || {
+        p.schedule_periodic(schedpool::Periodic::with_trigger(trigger), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap()
+    })
+    .expect("schedule_periodic returned");
+    assert!(me.set(fut.cancel_handle()).is_ok());
+    assert!(pool.wait_idle(BOUND), "the first run and its next deadline");
+    clock.advance(sec(1));
+    assert!(pool.wait_idle(BOUND), "the second run and its cancel");
+    assert!(fut.wait_timeout(BOUND));
+    assert!(fut.get().unwrap_err().is_cancelled());
+    assert_eq!(load(&runs), 2);
+    let from_trigger = std::mem::take(&mut *submitted.lock().unwrap());
+    assert_eq!(
+        from_trigger.len(),
+        3,
+        "first deadline and two next deadlines"
+    );
+    for f in from_trigger {
+        assert_eq!(outcome(f).unwrap(), 3);
+    }
+    close(&pool);
+}
+
+/// A `terminated()` waker that panics: contained on the thread that latched termination
+/// (which goes on to end normally), and the pool's other `terminated()` futures are
+/// woken too.
+#[test]
+fn a_panicking_terminated_waker_leaves_the_others_woken() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    assert_eq!(outcome(pool.submit(|| 1).unwrap()).unwrap(), 1);
+    let panicky = Arc::new(PanickyWake(AtomicUsize::new(0)));
+    let counting = Arc::new(CountingWake(AtomicUsize::new(0)));
+    let (wp, wc) = (Waker::from(panicky.clone()), Waker::from(counting.clone()));
+    let mut first = Box::pin(pool.terminated());
+    let mut second = Box::pin(pool.terminated());
+    assert!(first
+        .as_mut()
+        .poll(&mut Context::from_waker(&wp))
+        .is_pending());
+    assert!(second
+        .as_mut()
+        .poll(&mut Context::from_waker(&wc))
+        .is_pending());
+    let p = pool.clone();
+    assert!(bounded(move || p.shutdown()).is_some());
+    assert!(pool.await_termination(BOUND));
+    assert!(common::wait_until(
+        || load(&panicky.0) == 1 && load(&counting.0) == 1
+    ));
+    assert!(first
+        .as_mut()
+        .poll(&mut Context::from_waker(&wc))
+        .is_ready());
+    assert!(second
+        .as_mut()
+        .poll(&mut Context::from_waker(&wc))
+        .is_ready());
+}
+
+/// A waker whose drop panics, dropped by the pool when a poll with another waker replaces
+/// its registration (the pool held the last reference): the panic is contained, the new
+/// registration stands, and the outcome is delivered to it.
+#[test]
+fn a_waker_whose_drop_panics_is_contained_when_replaced() {
+    struct PanicsOnDrop(Arc<AtomicUsize>);
+    impl Wake for PanicsOnDrop {
+        fn wake(self: Arc<Self>) {}
+    }
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            panic!("a waker whose drop panics");
+        }
+    }
+    let (clock, pool) = manual_pool(1);
+    let mut fut = pool.schedule(sec(1), || 8u32).unwrap();
+    let drops = counter();
+    let odd = Waker::from(Arc::new(PanicsOnDrop(drops.clone())));
+    assert!(poll_with(&mut fut, &odd).is_pending());
+    drop(odd); // the pool's registration holds the last reference now
+    assert_eq!(load(&drops), 0);
+    let counting = Arc::new(CountingWake(AtomicUsize::new(0)));
+    let wc = Waker::from(counting.clone());
+    assert!(
+        poll_with(&mut fut, &wc).is_pending(),
+        "the replaced waker's drop panicked inside the pool, contained"
+    );
+    assert_eq!(load(&drops), 1);
+    clock.advance(sec(1));
+    assert!(common::wait_until(|| load(&counting.0) == 1));
+    assert!(matches!(poll_with(&mut fut, &wc), Poll::Ready(Ok(8))));
+    close(&pool);
+}
