@@ -689,7 +689,9 @@ fn a_terminated_waker_that_blocks_holds_up_only_the_latching_thread() {
 /// submitted ran.
 struct CallsPoolFromNext {
     pool: schedpool::WeakExecutor,
-    me: Arc<std::sync::OnceLock<CancelHandle>>,
+    /// Its own task's handle, taken (and so dropped) by the cancel: a handle kept in the
+    /// task's own trigger would make a reference cycle, task -> trigger -> handle -> task.
+    me: Arc<Mutex<Option<CancelHandle>>>,
     submitted: Arc<Mutex<Vec<ScheduledFuture<u32>>>>,
 }
 
@@ -712,7 +714,8 @@ impl schedpool::Trigger for CallsPoolFromNext {
     fn next_deadline(&mut self, ctx: &schedpool::TriggerContext) -> Option<std::time::Instant> {
         self.call();
         if ctx.runs == 2 {
-            assert!(self.me.get().expect("set").cancel(), "its own cancel wins");
+            let me = self.me.lock().unwrap().take().expect("set");
+            assert!(me.cancel(), "its own cancel wins");
         }
         Some(ctx.finished + sec(1))
     }
@@ -721,7 +724,7 @@ impl schedpool::Trigger for CallsPoolFromNext {
 #[test]
 fn a_trigger_that_calls_the_pool_from_its_deadlines_does_not_deadlock() {
     let (clock, pool) = manual_pool(1);
-    let me = Arc::new(std::sync::OnceLock::new());
+    let me: Arc<Mutex<Option<CancelHandle>>> = Arc::default();
     let submitted: Arc<Mutex<Vec<ScheduledFuture<u32>>>> = Arc::default();
     let runs = counter();
     let r = runs.clone();
@@ -738,7 +741,7 @@ fn a_trigger_that_calls_the_pool_from_its_deadlines_does_not_deadlock() {
         .unwrap()
     })
     .expect("schedule_periodic returned");
-    assert!(me.set(fut.cancel_handle()).is_ok());
+    *me.lock().unwrap() = Some(fut.cancel_handle());
     assert!(pool.wait_idle(BOUND), "the first run and its next deadline");
     clock.advance(sec(1));
     assert!(pool.wait_idle(BOUND), "the second run and its cancel");
