@@ -46,7 +46,7 @@ else
     echo "sanitize: '$tc' cannot build with -Zsanitizer=address here: skipped"
 fi
 
-echo "== Miri ($tc)"
+echo "== Miri ($tc), at ${SECONDS}s"
 if ! cargo "+$tc" miri --version >/dev/null 2>&1; then
     echo "sanitize: '$tc' has no miri component: installing it (rustup component add miri rust-src)"
     rustup component add miri rust-src --toolchain "$tc" >/dev/null 2>&1 || true
@@ -62,4 +62,4 @@ if cargo "+$tc" miri --version >/dev/null 2>&1; then
 else
     echo "sanitize: '$tc' has no miri component and it could not be installed: Miri skipped"
 fi
-echo "== sanitize: done"
+echo "== sanitize: done in ${SECONDS}s"
