@@ -178,7 +178,7 @@ fn loom_sleeper_vs_cancel() {
     });
 }
 
-/// T4 with the 16-byte node (`pool/shared.rs`, `Entry`): a queued task's deadline is in
+/// T4 with the 16-byte node (`pool/entry.rs`, `Entry`): a queued task's deadline is in
 /// its node and its header holds the FIFO number, until the node leaves and hands the
 /// deadline back, under the home shard's lock. A future's `deadline` racing with the
 /// removal that takes the node (a worker's take, a cancel) reads the deadline, never the

@@ -288,7 +288,7 @@ fn task_effects_are_visible_after_get() {
 }
 
 /// A queued task's deadline lives in its queue node and its FIFO number in the task
-/// (`pool/shared.rs`, `Entry`); the future reports the deadline in every phase: queued,
+/// (`pool/entry.rs`, `Entry`); the future reports the deadline in every phase: queued,
 /// re-keyed in the queue, running, done, and handed back by `shutdown_now`. Tasks with
 /// equal deadlines still run in submission order, a rescheduled one behind those already
 /// at its new deadline.

@@ -1,6 +1,8 @@
 //! The machinery behind [`ScheduledThreadPoolExecutor`](crate::ScheduledThreadPoolExecutor):
-//! `Shared` (`shared.rs`), the control state (`control.rs`) and the worker lifecycle
-//! (`worker.rs`).
+//! `Shared` (`shared.rs`: its fields and reads), split by protocol into submission
+//! (`submit.rs`: E1, E2), the task handles' requests (`host.rs`), shutdown (`shutdown.rs`:
+//! E3–E5), the worker lifecycle (`worker.rs`), the control state (`control.rs`) and the
+//! snapshots (`introspect.rs`); the queue's node is `entry.rs`.
 //!
 //! # Design
 //! Three pieces of state, each with its own guard:
@@ -49,7 +51,7 @@
 //!   that releases it. The one exception: a worker thread that could not be started
 //!   gives its slot back with no lock held (`Shared::start_worker`, `Control::unreserve`);
 //!   the task it was reserved for then has no worker until `unqueue_if_workerless` takes
-//!   it back out of the queue and fails its submission (`pool/shared.rs`).
+//!   it back out of the queue and fails its submission (`pool/submit.rs`).
 //! - E2: a task is accepted only while running. `shutdown` and `shutdown_now` change the
 //!   run state *before* their pass over every shard; a submission reads it in the
 //!   critical section that pushes. So a submission after the pass sees the new state (and is
@@ -76,12 +78,16 @@
 //! handle's drop sees every earlier use. Statistics counters: `stats.rs`.
 
 pub(crate) mod control;
+mod entry;
+mod host;
 mod introspect;
 mod shared;
+mod shutdown;
+mod submit;
 mod worker;
 
 #[cfg(all(test, not(loom)))]
-pub(crate) use shared::Entry;
+pub(crate) use entry::Entry;
 pub(crate) use shared::Shared;
 
 use crate::sync::Arc;

@@ -16,7 +16,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 use super::control::RunState;
-use super::shared::{wake_if_drained, Entry, Requeued, Shared};
+use super::entry::Entry;
+use super::shared::Shared;
+use super::shutdown::wake_if_drained;
+use super::submit::Requeued;
 use crate::builder::Hook;
 use crate::clock::{self, Ticks};
 use crate::queue::Take;

@@ -185,7 +185,7 @@ pub(crate) trait Tracked {
 
     /// The entry has left its store (popped, removed, cleared), under its owner's lock;
     /// the executor's entries hand their deadline back to their task here
-    /// (`pool/shared.rs`, `Entry`).
+    /// (`pool/entry.rs`, `Entry`).
     #[inline]
     fn left(&self) {}
 }

@@ -53,7 +53,7 @@
 //! # Memory
 //! A pending one-shot with a closure and output of at most 8 bytes each is a 40-byte
 //! block, a 48-byte malloc chunk: the 32-byte header and the 8-byte slot; its queue node
-//! is 16 bytes (`pool/shared.rs`, `Entry`)
+//! is 16 bytes (`pool/entry.rs`, `Entry`)
 //! (`docs/DESIGN.md`, "Memory"; a unit test in `raw.rs` pins the sizes). The header holds
 //! only what every task needs; what only periodic tasks need (`rescheduled`, the stage's
 //! mutex) lives in [`PeriodicTask`], and a task's number for logs fits in the bytes the
@@ -340,7 +340,7 @@ pub(crate) struct RunEnv<'a> {
 
 /// What a run, and a task's handles, may ask of the pool that holds it: the seam between
 /// the task layer and the pool (tokio's `task::Schedule`), implemented by the pool's
-/// `Arc<Shared>` and its `Stripe`s (`pool/shared.rs`). The closure adaptors (`context.rs`)
+/// `Arc<Shared>` and its `Stripe`s (`pool/host.rs`). The closure adaptors (`context.rs`)
 /// and the handles (`future.rs`: a future holds its pool as an `Arc<dyn Host>`, one of
 /// the stripes) reach the pool only through it.
 pub(crate) trait Host: Send + Sync {

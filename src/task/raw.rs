@@ -9,7 +9,7 @@
 //! and weak, the weak one never used) in front of every task. A `TaskRef` is 8 bytes; the
 //! task's header holds the pointer to its [`VTable`] (8 bytes) and the reference count (4
 //! bytes, in space the header's alignment left free). A heap node went from 32 to 24 bytes
-//! (16 once the FIFO number moved into the task: `pool/shared.rs`, `Entry`), and the
+//! (16 once the FIFO number moved into the task: `pool/entry.rs`, `Entry`), and the
 //! reference counts from 16 bytes to 4 (`docs/DESIGN.md`, "Memory"; `docs/BENCHMARKS.md`,
 //! "The thin task"). This is tokio's `RawTask` shape
 //! (`runtime/task/raw.rs`), without its state-word tricks: the task's state machine stays

@@ -1,0 +1,496 @@
+//! Submission and re-queue (E1, E2 in `pool/mod.rs`): building a task for the queue,
+//! the critical section that accepts it in the submitting thread's shard (the run state
+//! read, a worker slot reserved, the push), the rejection policies, taking a task back
+//! when no worker could be started, and a periodic task's re-queue after a run.
+
+use crate::sync::Ordering;
+
+use super::control::RunState;
+use super::entry::{Entry, Guard};
+use super::{PoolRef, Shared, Stripe};
+use crate::builder::RejectionPolicy;
+use crate::clock::Ticks;
+use crate::error::{run_caught, ScheduleError, TaskError};
+use crate::periodic::{Periodic, Schedule};
+use crate::stats;
+use crate::sync::Arc;
+use crate::task::{
+    state::State, submitter_span, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody,
+    PeriodicTask, Plain, TaskRef, TypedTask, NO_DEADLINE,
+};
+
+/// A task accepted by the pool: what its future holds.
+pub(crate) type Scheduled<T> = (TypedTask<T>, PoolRef);
+
+impl Shared {
+    /// Builds and submits a one-shot task named `name` (`()`: unnamed); `due` as for
+    /// [`submit`](Self::submit). Inside a span that tracing records, the task is linked
+    /// to it (`task::Linked`).
+    pub(crate) fn schedule_once<B, T, N>(
+        self: &Arc<Self>,
+        deadline: Ticks,
+        now: Option<Ticks>,
+        task: B,
+        name: N,
+    ) -> Result<Scheduled<T>, ScheduleError>
+    where
+        B: OnceBody<T>,
+        T: Send + 'static,
+        N: Label,
+    {
+        // The future's reference and the queue's, counted as two from the start.
+        let (task, queued): (TypedTask<T>, TaskRef) = match submitter_span() {
+            None => TaskRef::new_typed_pair(OnceTask::named(deadline, task, name)),
+            Some(parent) => TaskRef::new_typed_pair(OnceTask::named(
+                deadline,
+                Linked { body: task, parent },
+                name,
+            )),
+        };
+        match self.submit(queued, now, true) {
+            Ok(stripe) => Ok((task, stripe.unwrap_or_else(|| Stripe::new(self.clone())))),
+            Err(err) => {
+                crate::task::drop_quietly(task); // a refused closure's panicking Drop is contained
+                Err(err)
+            }
+        }
+    }
+
+    /// Submits a one-shot without a future (`execute`).
+    pub(crate) fn execute<F>(self: &Arc<Self>, task: F) -> Result<(), ScheduleError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let deadline = self.clock().now();
+        let task: TaskRef = match submitter_span() {
+            None => TaskRef::new(OnceTask::new(deadline, Plain(task))),
+            Some(parent) => TaskRef::new(OnceTask::new(
+                deadline,
+                Linked {
+                    body: Plain(task),
+                    parent,
+                },
+            )),
+        };
+        self.submit(task, Some(deadline), false).map(drop)
+    }
+
+    /// Builds and submits a periodic task (see
+    /// `ScheduledThreadPoolExecutor::schedule_periodic`).
+    pub(crate) fn schedule_periodic<B>(
+        self: &Arc<Self>,
+        spec: Periodic,
+        task: B,
+    ) -> Result<Scheduled<B::Output>, ScheduleError>
+    where
+        B: PeriodicBody,
+    {
+        let Periodic {
+            schedule,
+            initial_delay,
+            limits,
+            on_error: _,  // read by the fallible adaptor (`context.rs`) before this
+            exclusive: _, // read by the handle, which wraps the closure (`cluster/run.rs`)
+            name,
+            aligned,
+            catch_up_now,
+        } = spec;
+        if schedule.is_zero() {
+            return Err(ScheduleError::ZeroPeriod);
+        }
+        let clock = self.clock();
+        let now = clock.now();
+        let earliest = crate::clock::add(now, initial_delay);
+        let first = match &schedule {
+            Schedule::Trigger(trigger) => {
+                run_caught(|| trigger.0.lock().first_deadline(clock.instant_of(earliest)))
+                    .map(|at| at.map(|at| clock.ticks_of(at)))
+            }
+            Schedule::FixedRate(period, _) | Schedule::FixedDelay(period) => {
+                Ok(Some(match aligned {
+                    Some(offset) => {
+                        let wall = std::time::SystemTime::now();
+                        crate::clock::add(
+                            earliest,
+                            to_grid(wall, crate::clock::since(earliest, now), *period, offset),
+                        )
+                    }
+                    None => earliest,
+                }))
+            }
+            Schedule::Once => Ok(Some(earliest)),
+        };
+        // `Exclusive::catch_up`: one run at once, and then the first deadline as scheduled
+        // for a fixed-rate task (its grid), through the `rescheduled` cell a run's
+        // re-queue reads instead of the rule; a fixed-delay task goes on from the run's end.
+        let mut first = first;
+        let mut then = None;
+        if let (true, Ok(Some(at))) = (catch_up_now, &mut first) {
+            if matches!(schedule, Schedule::FixedRate(..)) && *at > now {
+                then = Some(*at);
+            }
+            *at = (*at).min(now);
+        }
+        let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
+        self.submit_periodic(
+            now,
+            first,
+            limits.max_runs,
+            PeriodicTask::new(deadline, schedule, limits, name, task).then_at(then),
+        )
+    }
+
+    /// Submits a periodic task built by [`schedule_periodic`](Self::schedule_periodic),
+    /// or ends it at once if `first` (its first deadline) or `max_runs` says it never runs.
+    fn submit_periodic<B: PeriodicBody>(
+        self: &Arc<Self>,
+        now: Ticks,
+        first: Result<Option<Ticks>, crate::error::Caught>,
+        max_runs: Option<u64>,
+        task: PeriodicTask<B>,
+    ) -> Result<Scheduled<B::Output>, ScheduleError> {
+        let ended = match first {
+            Err((payload, msg)) => Some(Err((payload, msg))),
+            Ok(None) => Some(Ok(())),
+            Ok(Some(_)) if max_runs == Some(0) => Some(Ok(())),
+            Ok(Some(_)) => None,
+        };
+        let mut stripe = None;
+        let typed = match ended {
+            None => {
+                let (typed, queued) = TaskRef::new_typed_pair(task);
+                match self.submit(queued, Some(now), true) {
+                    Ok(s) => stripe = s,
+                    Err(err) => {
+                        crate::task::drop_quietly(typed); // contain a panicking Drop
+                        return Err(err);
+                    }
+                }
+                typed
+            }
+            Some(outcome) => {
+                // Accepted (unless shut down) but over before its first run.
+                self.refuse_if_shutdown()?;
+                stats::bump(&self.counters.task_count);
+                let outcome = outcome.map_err(|(payload, msg)| {
+                    stats::bump(&self.counters.panicked);
+                    crate::user::traced(|| tracing::error!(target: "schedpool", pool = self.name(), panic = %msg, "trigger panicked in first_deadline"));
+                    TaskError::Panicked(payload)
+                });
+                task.finish_unrun(outcome);
+                TaskRef::new_typed(task)
+            }
+        };
+        Ok((typed, stripe.unwrap_or_else(|| Stripe::new(self.clone()))))
+    }
+
+    /// Queues a new task, or applies the rejection policy. `now`: the clock reading the
+    /// caller computed the task's deadline from, if it made one: the stamp of the task's
+    /// sequence number (`queue/sharded.rs`, Q3), and if the deadline is not after it, the
+    /// task is due and may take the ready lane (`queue/lane.rs`). Returns the shard's [`PoolRef`] for the task's future when
+    /// it was queued and `future` says the caller makes a future (`None` when a policy
+    /// took it, or the pool was being dropped).
+    pub(crate) fn submit(
+        self: &Arc<Self>,
+        job: TaskRef,
+        now: Option<Ticks>,
+        future: bool,
+    ) -> Result<Option<PoolRef>, ScheduleError> {
+        let published = if self.config.max_queued_tasks == usize::MAX {
+            let mut q = self.queue.lock(self.queue.local_shard());
+            self.publish(&mut q, job, now, 0, future)
+        } else {
+            // A bounded queue counts every shard's tasks under every shard's lock.
+            let mut all = self.queue.lock_all();
+            let queued = all.len();
+            self.publish(
+                all.shard(self.queue.local_shard()),
+                job,
+                now,
+                queued,
+                future,
+            )
+        };
+        match published {
+            Ok(p) => {
+                if let Some(index) = p.spawn {
+                    if !self.start_worker(index) {
+                        let job = p.job.as_deref().expect("kept when a worker is started");
+                        if let Some(job) = self.unqueue_if_workerless(job, true) {
+                            stats::bump(&self.counters.rejected);
+                            crate::task::drop_quietly(job);
+                            return Err(ScheduleError::ThreadSpawn);
+                        }
+                    }
+                }
+                Ok(p.stripe)
+            }
+            Err((job, reason)) => self.refuse(job, reason).map(|()| None),
+        }
+    }
+
+    /// The critical section of a submission (E1, E2), in the submitting thread's shard:
+    /// refuses after shutdown or when the queue is full (`queued`: the tasks queued in
+    /// every shard, when the queue is bounded; the caller then holds every shard's lock);
+    /// else reserves a worker if fewer than the core size are reserved
+    /// (reserve-then-publish) and pushes the task. Returns what the caller needs after
+    /// unlocking ([`Published`]).
+    pub(crate) fn publish(
+        &self,
+        q: &mut Guard<'_>,
+        job: TaskRef,
+        now: Option<Ticks>,
+        queued: usize,
+        future: bool,
+    ) -> Result<Published, (TaskRef, ScheduleError)> {
+        // E2: the run state is read in the critical section that publishes the task, and
+        // `shutdown` changes it before its own pass over the queue.
+        if !self.control.load().is_running() {
+            return Err((job, ScheduleError::Shutdown));
+        }
+        if queued >= self.config.max_queued_tasks {
+            return Err((job, ScheduleError::QueueFull));
+        }
+        // E1: reserved in the same critical section, so a worker releasing its slot in
+        // its own critical section either is seen here or sees this task.
+        let spawn = self.control.reserve_for_task(self.core_pool_size());
+        let deadline = job.header().deadline();
+        let due = now.is_some_and(|now| deadline <= now);
+        let seq = q.next_seq(now);
+        job.header().settle(q.index()); // the task's home shard from now on (T4)
+        job.header().set_seq(seq); // queued from here on: the node holds the deadline
+        q.ext().submitted += 1; // counted in the critical section that accepts it
+                                // A copy to take the task back by if the worker cannot be started (E1): only
+                                // when one is to be started, so the common path counts no reference.
+        let kept = spawn.is_some().then(|| job.clone());
+        q.push_tracked(
+            Entry {
+                deadline,
+                value: job,
+            },
+            due,
+        );
+        Ok(Published {
+            job: kept,
+            spawn,
+            // This shard's reference count, not the pool's; none for `execute`.
+            stripe: if future { q.ext().stripe.clone() } else { None },
+        })
+    }
+
+    /// `Err(Shutdown)`, counted and traced, if the executor is shut down (for submissions
+    /// that end before they are queued).
+    pub(super) fn refuse_if_shutdown(&self) -> Result<(), ScheduleError> {
+        if self.is_shutdown() {
+            stats::bump(&self.counters.rejected);
+            if let Some(suppressed) = self.reject_log.admit() {
+                crate::user::traced(
+                    || tracing::warn!(target: "schedpool", pool = self.name(), reason = %ScheduleError::Shutdown, suppressed, occurrences = suppressed + 1, "task rejected"),
+                );
+            }
+            return Err(ScheduleError::Shutdown);
+        }
+        Ok(())
+    }
+
+    /// The rejection policy, applied outside the lock.
+    #[cold]
+    fn refuse(self: &Arc<Self>, job: TaskRef, reason: ScheduleError) -> Result<(), ScheduleError> {
+        stats::bump(&self.counters.rejected);
+        let policy = match reason {
+            ScheduleError::QueueFull => self.config.rejection_policy,
+            _ => RejectionPolicy::Abort,
+        };
+        if let Some(suppressed) = self.reject_log.admit() {
+            // At most one line a second; `suppressed`: the rejections since the last line.
+            crate::user::traced(
+                || tracing::warn!(target: "schedpool", pool = self.name(), reason = %reason, policy = ?policy, suppressed, occurrences = suppressed + 1, "task rejected"),
+            );
+        }
+        match policy {
+            RejectionPolicy::Abort => {
+                crate::task::drop_quietly(job); // a panicking Drop stays contained
+                Err(reason)
+            }
+            RejectionPolicy::CallerRuns => {
+                let report = job.run_now(&self.env_now(&job), false);
+                if let Some(next) = report.next {
+                    self.requeue(job, next);
+                }
+                Ok(())
+            }
+            RejectionPolicy::Discard => {
+                if job.header().cancel() {
+                    job.finish_cancelled();
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// After a failed thread start: if no worker is left, takes `job` back out of the
+    /// queue so it is not stranded (E1), and returns it; `new`: it was a new submission
+    /// (un-counted again), not a re-queue.
+    #[cold]
+    pub(super) fn unqueue_if_workerless(&self, job: &dyn Job, new: bool) -> Option<TaskRef> {
+        // E1: workers release their slots only under every shard's lock, so this shard's
+        // lock orders the check against them.
+        let mut q = self.queue.lock(job.header().home()); // T4
+        if self.control.load().workers() > 0 {
+            return None;
+        }
+        let removed = q.remove_tracked(&job.header().position);
+        if new && removed.is_some() {
+            q.ext().submitted -= 1; // refused after all: not a task the pool took
+        }
+        removed.map(|e| e.value)
+    }
+
+    /// Re-queues a periodic task after a run, if the run state allows (E2). For runs on
+    /// the caller's thread (`CallerRuns`); workers re-queue inside `next_task`.
+    pub(crate) fn requeue(self: &Arc<Self>, job: TaskRef, next: Ticks) {
+        let home = job.header().home();
+        // A copy to take the task back by if a worker cannot be started (E1); this path
+        // (`CallerRuns`) is not a hot one.
+        let kept = job.clone();
+        let mut q = self.queue.lock(home);
+        let outcome = self.requeue_locked(&mut q, job, next);
+        let spawn = match outcome {
+            Requeued::Queued => self.control.reserve_for_task(self.core_pool_size()),
+            _ => None,
+        };
+        drop(q);
+        match outcome {
+            Requeued::Refused(job) => job.finish_cancelled(),
+            Requeued::Dropped(job) => crate::task::drop_quietly(job), // U1: unlocked
+            Requeued::Queued => {}
+        }
+        if let Some(index) = spawn {
+            if !self.start_worker(index) {
+                if let Some(job) = self.unqueue_if_workerless(&*kept, false) {
+                    if job.header().cancel() {
+                        job.finish_cancelled();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The decision and the push of a re-queue, under the lock of the task's home shard
+    /// (E2, T4). A refused task has been cancelled here and must be finished by the
+    /// caller after unlocking (T2, I4).
+    pub(super) fn requeue_locked(&self, q: &mut Guard<'_>, job: TaskRef, next: Ticks) -> Requeued {
+        let header = job.header();
+        debug_assert_eq!(q.index(), header.home(), "T4: the home shard");
+        if header.state() != State::Scheduled {
+            return Requeued::Dropped(job); // cancelled since its run ended; the canceller completes it
+        }
+        let allowed = match self.control.load().run_state() {
+            RunState::Running => true,
+            RunState::Shutdown => self.continue_periodic.load(Ordering::Relaxed),
+            RunState::Stop => false,
+        };
+        if !allowed {
+            return if header.cancel() {
+                Requeued::Refused(job)
+            } else {
+                Requeued::Dropped(job)
+            };
+        }
+        let rescheduled = job
+            .rescheduled()
+            .map_or(NO_DEADLINE, |c| q.replace(c, NO_DEADLINE));
+        let next = match rescheduled {
+            NO_DEADLINE => next,
+            at => at,
+        };
+        let seq = q.next_seq(None);
+        header.set_seq(seq); // queued from here on: the node holds the deadline
+        q.push_tracked(
+            Entry {
+                deadline: next,
+                value: job,
+            },
+            false,
+        );
+        Requeued::Queued
+    }
+}
+
+/// `Periodic::aligned`: how long after the instant `ahead` past the wall-clock time `wall`
+/// the next point of the grid `k · period + offset` (after the Unix epoch) comes; zero if
+/// that instant is on it. `period` is not zero (checked before).
+fn to_grid(
+    wall: std::time::SystemTime,
+    ahead: std::time::Duration,
+    period: std::time::Duration,
+    offset: std::time::Duration,
+) -> std::time::Duration {
+    let p = period.as_nanos();
+    let at = match wall.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => (d + ahead).as_nanos(),
+        Err(e) => ahead.as_nanos().saturating_sub(e.duration().as_nanos()), // a clock before 1970
+    };
+    let phase = (at + p - offset.as_nanos() % p) % p;
+    let wait = if phase == 0 { 0 } else { p - phase };
+    std::time::Duration::from_nanos(wait as u64) // < period, which fits
+}
+
+/// A queued submission, as `Shared::publish` leaves it.
+pub(crate) struct Published {
+    /// A reference to the task, kept only when a worker is to be started for it, to take
+    /// it back by if that fails (E1).
+    pub(crate) job: Option<TaskRef>,
+    /// A worker slot reserved for it, to start after unlocking (E1).
+    pub(crate) spawn: Option<usize>,
+    /// The shard's reference to the pool for the task's future.
+    pub(crate) stripe: Option<PoolRef>,
+}
+
+/// What became of a periodic task's re-queue.
+pub(super) enum Requeued {
+    /// In the queue.
+    Queued,
+    /// Not allowed after shutdown and cancelled here: its future must be completed.
+    Refused(TaskRef),
+    /// Cancelled by someone else meanwhile, who completes it. The reference comes back
+    /// so the caller drops it after unlocking: it may be the task's last one, and the
+    /// task's closure or trigger is user code (U1 in `user.rs`).
+    Dropped(TaskRef),
+}
+
+#[cfg(all(test, not(loom)))]
+mod grid_tests {
+    use super::to_grid;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_first_deadline_is_the_next_point_of_the_grid() {
+        let ms = Duration::from_millis;
+        let at = |secs: u64, millis: u64| UNIX_EPOCH + Duration::from_secs(secs) + ms(millis);
+        // On a whole second: on the grid.
+        assert_eq!(
+            to_grid(at(100, 0), Duration::ZERO, S, Duration::ZERO),
+            Duration::ZERO
+        );
+        // 300 ms past: 700 ms to the next second.
+        assert_eq!(
+            to_grid(at(100, 300), Duration::ZERO, S, Duration::ZERO),
+            ms(700)
+        );
+        // An offset of 250 ms: 950 ms from 300 ms past to 1.250.
+        assert_eq!(to_grid(at(100, 300), Duration::ZERO, S, ms(250)), ms(950));
+        // An offset beyond the period is taken modulo it.
+        assert_eq!(to_grid(at(100, 300), Duration::ZERO, S, ms(2250)), ms(950));
+        // The earliest allowed instant is `ahead` past the wall time read.
+        assert_eq!(to_grid(at(100, 300), ms(800), S, Duration::ZERO), ms(900));
+        // A minute grid from 12:00:59.
+        let m = Duration::from_secs(60);
+        assert_eq!(
+            to_grid(at(43_259, 0), Duration::ZERO, m, Duration::ZERO),
+            Duration::from_secs(1)
+        );
+    }
+}
