@@ -219,6 +219,30 @@ pub(crate) mod held {
         }
     }
 
+    /// Uncounts the lock of the structure whose own user code runs, if the thread holds
+    /// one, for as long as it lives (`user::under_own_lock`).
+    pub(crate) struct Own(bool);
+
+    impl Own {
+        #[inline]
+        pub(crate) fn new() -> Self {
+            let held = count() > 0;
+            if held {
+                add(-1);
+            }
+            Own(held)
+        }
+    }
+
+    impl Drop for Own {
+        #[inline]
+        fn drop(&mut self) {
+            if self.0 {
+                add(1);
+            }
+        }
+    }
+
     /// Uncounts one lock for as long as it lives (`unlocked`).
     pub(crate) struct Released(());
 

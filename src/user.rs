@@ -87,11 +87,16 @@ pub(crate) fn call<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Calls user code under a lock of the structure it belongs to: a queue's `Ord` under
-/// that queue's lock (the documented exception to U1). Its panic unwinds: the caller's
-/// structure stays true across it (the heap's hole, `queue/heap.rs`).
+/// Calls user code under the one lock of the structure it belongs to: a queue's `Ord`
+/// and `peek_with` under that queue's lock, a `Trigger` under its spec's mutex (the
+/// documented exceptions to U1). That lock is not counted while the code runs, so what
+/// the code calls (another queue, the pool, which traces through [`traced`]) is checked
+/// against the crate's other locks only; calling the same structure again deadlocks, as
+/// documented. Its panic unwinds: the caller's structure stays true across it (the heap's
+/// hole, `queue/heap.rs`).
 #[inline]
 pub(crate) fn under_own_lock<R>(f: impl FnOnce() -> R) -> R {
+    let _own = crate::sync::held::Own::new(); // counted again when it drops
     f()
 }
 

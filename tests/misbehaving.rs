@@ -830,3 +830,30 @@ fn a_waker_whose_drop_panics_is_contained_when_replaced() {
     assert!(matches!(poll_with(&mut fut, &wc), Poll::Ready(Ok(8))));
     close(&pool);
 }
+
+/// A trigger that shuts the pool down from `next_deadline`, under its own spec's mutex
+/// (U1's documented exception): the shutdown goes through (its log lines, its pass over
+/// the queue), and the task ends cancelled by the shutdown's policy, not with a panic.
+#[test]
+fn a_trigger_that_shuts_the_pool_down_ends_cancelled() {
+    struct ShutsDown(schedpool::WeakExecutor);
+    impl schedpool::Trigger for ShutsDown {
+        fn next_deadline(&mut self, ctx: &schedpool::TriggerContext) -> Option<std::time::Instant> {
+            if let Some(pool) = self.0.upgrade() {
+                pool.shutdown();
+            }
+            Some(ctx.finished + sec(1))
+        }
+    }
+    let (_clock, pool) = manual_pool(1);
+    let fut = pool
+        .schedule_periodic(
+            schedpool::Periodic::with_trigger(ShutsDown(pool.downgrade())),
+            || (),
+        )
+        .unwrap();
+    assert!(pool.await_termination(BOUND));
+    assert!(fut.wait_timeout(BOUND));
+    let err = fut.get().unwrap_err();
+    assert!(err.is_cancelled(), "cancelled by the shutdown, not {err:?}");
+}

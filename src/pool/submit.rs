@@ -103,8 +103,12 @@ impl Shared {
         let earliest = crate::clock::add(now, initial_delay);
         let first = match &schedule {
             Schedule::Trigger(trigger) => {
-                run_caught(|| trigger.0.lock().first_deadline(clock.instant_of(earliest)))
-                    .map(|at| at.map(|at| clock.ticks_of(at)))
+                // Under its own spec's mutex, as `next_deadline` (U1's exception).
+                run_caught(|| {
+                    let mut t = trigger.0.lock();
+                    crate::user::under_own_lock(|| t.first_deadline(clock.instant_of(earliest)))
+                })
+                .map(|at| at.map(|at| clock.ticks_of(at)))
             }
             Schedule::FixedRate(period, _) | Schedule::FixedDelay(period) => {
                 Ok(Some(match aligned {
