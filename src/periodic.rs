@@ -240,6 +240,94 @@ impl Schedule {
     }
 }
 
+/// Where a periodic task made from a spec starts ([`Schedule::first`]).
+pub(crate) struct First {
+    /// The first deadline: `Ok(None)` if the task ends before any run (a trigger with
+    /// no first deadline), `Err` if the trigger's `first_deadline` panicked.
+    pub(crate) deadline: Result<Option<Ticks>, Caught>,
+    /// After a catch-up run at once, the deadline the run after it keeps: a fixed-rate
+    /// task's first deadline on its own schedule (its grid).
+    pub(crate) then: Option<Ticks>,
+    /// `now + initial_delay`: the earliest a run may come, and the deadline a task that
+    /// never runs holds.
+    pub(crate) earliest: Ticks,
+}
+
+impl Schedule {
+    /// The first deadline of a periodic task made from a spec with this schedule, at the
+    /// clock reading `now`: `now + initial_delay`, or the trigger's `first_deadline` of
+    /// it, or with `aligned` the next point of the wall-clock grid `k · period + offset`
+    /// from it; with `catch_up_now` (`Exclusive::catch_up` found the job's last run
+    /// missed) a run at once, and for a fixed-rate task the grid's deadline after it.
+    pub(crate) fn first(
+        &self,
+        clock: &Clock,
+        now: Ticks,
+        initial_delay: Duration,
+        aligned: Option<Duration>,
+        catch_up_now: bool,
+    ) -> First {
+        let earliest = clock::add(now, initial_delay);
+        let mut deadline = match self {
+            Schedule::Trigger(trigger) => {
+                // Under its own spec's mutex, as `next_deadline` (U1's exception).
+                run_caught(|| {
+                    let mut t = trigger.0.lock();
+                    crate::user::under_own_lock(|| t.first_deadline(clock.instant_of(earliest)))
+                })
+                .map(|at| at.map(|at| clock.ticks_of(at)))
+            }
+            Schedule::FixedRate(period, _) | Schedule::FixedDelay(period) => {
+                Ok(Some(match aligned {
+                    Some(offset) => {
+                        let wall = std::time::SystemTime::now();
+                        clock::add(
+                            earliest,
+                            to_grid(wall, clock::since(earliest, now), *period, offset),
+                        )
+                    }
+                    None => earliest,
+                }))
+            }
+            Schedule::Once => Ok(Some(earliest)),
+        };
+        // `Exclusive::catch_up`: one run at once, and then the first deadline as scheduled
+        // for a fixed-rate task (its grid), through the `rescheduled` cell a run's
+        // re-queue reads instead of the rule; a fixed-delay task goes on from the run's end.
+        let mut then = None;
+        if let (true, Ok(Some(at))) = (catch_up_now, &mut deadline) {
+            if matches!(self, Schedule::FixedRate(..)) && *at > now {
+                then = Some(*at);
+            }
+            *at = (*at).min(now);
+        }
+        First {
+            deadline,
+            then,
+            earliest,
+        }
+    }
+}
+
+/// `Periodic::aligned`: how long after the instant `ahead` past the wall-clock time `wall`
+/// the next point of the grid `k · period + offset` (after the Unix epoch) comes; zero if
+/// that instant is on it. `period` is not zero (checked before).
+fn to_grid(
+    wall: std::time::SystemTime,
+    ahead: std::time::Duration,
+    period: std::time::Duration,
+    offset: std::time::Duration,
+) -> std::time::Duration {
+    let p = period.as_nanos();
+    let at = match wall.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => (d + ahead).as_nanos(),
+        Err(e) => ahead.as_nanos().saturating_sub(e.duration().as_nanos()), // a clock before 1970
+    };
+    let phase = (at + p - offset.as_nanos() % p) % p;
+    let wait = if phase == 0 { 0 } else { p - phase };
+    std::time::Duration::from_nanos(wait as u64) // < period, which fits
+}
+
 /// The first `anchor + k × period` (k ≥ 1) strictly after `after`, saturating.
 fn next_tick_after(anchor: Ticks, period: Duration, after: Ticks) -> Ticks {
     let p = period.as_nanos().max(1);
@@ -525,5 +613,41 @@ impl Periodic {
     pub fn max_runs(mut self, n: u64) -> Self {
         self.limits.max_runs = Some(n);
         self
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod grid_tests {
+    use super::to_grid;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn the_first_deadline_is_the_next_point_of_the_grid() {
+        let ms = Duration::from_millis;
+        let at = |secs: u64, millis: u64| UNIX_EPOCH + Duration::from_secs(secs) + ms(millis);
+        // On a whole second: on the grid.
+        assert_eq!(
+            to_grid(at(100, 0), Duration::ZERO, S, Duration::ZERO),
+            Duration::ZERO
+        );
+        // 300 ms past: 700 ms to the next second.
+        assert_eq!(
+            to_grid(at(100, 300), Duration::ZERO, S, Duration::ZERO),
+            ms(700)
+        );
+        // An offset of 250 ms: 950 ms from 300 ms past to 1.250.
+        assert_eq!(to_grid(at(100, 300), Duration::ZERO, S, ms(250)), ms(950));
+        // An offset beyond the period is taken modulo it.
+        assert_eq!(to_grid(at(100, 300), Duration::ZERO, S, ms(2250)), ms(950));
+        // The earliest allowed instant is `ahead` past the wall time read.
+        assert_eq!(to_grid(at(100, 300), ms(800), S, Duration::ZERO), ms(900));
+        // A minute grid from 12:00:59.
+        let m = Duration::from_secs(60);
+        assert_eq!(
+            to_grid(at(43_259, 0), Duration::ZERO, m, Duration::ZERO),
+            Duration::from_secs(1)
+        );
     }
 }

@@ -1528,6 +1528,9 @@ fn the_shutdown_lines_are_written_once_by_the_call_that_shuts_down() {
     let (_clock, stopped) = manual_pool(1);
     let (_clock2, shut) = manual_pool(1);
     let guard = tracing::subscriber::set_default(messages.clone());
+    // Callsites cache their interest process-wide; another test's thread swapping its own
+    // default subscriber at the same moment can leave a stale one: re-read it now.
+    tracing::callsite::rebuild_interest_cache();
     drop(stopped.shutdown_now());
     assert_eq!(count(now_line), 1, "the first shutdown_now writes its line");
     drop(stopped.shutdown_now());

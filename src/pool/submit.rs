@@ -10,8 +10,8 @@ use super::entry::{Entry, Guard};
 use super::{PoolRef, Shared, Stripe};
 use crate::builder::RejectionPolicy;
 use crate::clock::Ticks;
-use crate::error::{run_caught, ScheduleError, TaskError};
-use crate::periodic::{Periodic, Schedule};
+use crate::error::{ScheduleError, TaskError};
+use crate::periodic::{First, Periodic};
 use crate::stats;
 use crate::sync::Arc;
 use crate::task::{
@@ -90,7 +90,7 @@ impl Shared {
             initial_delay,
             limits,
             on_error: _,  // read by the fallible adaptor (`context.rs`) before this
-            exclusive: _, // read by the handle, which wraps the closure (`cluster/run.rs`)
+            exclusive: _, // read by the handle, which wraps the closure (`context::Guarded`)
             name,
             aligned,
             catch_up_now,
@@ -98,43 +98,12 @@ impl Shared {
         if schedule.is_zero() {
             return Err(ScheduleError::ZeroPeriod);
         }
-        let clock = self.clock();
-        let now = clock.now();
-        let earliest = crate::clock::add(now, initial_delay);
-        let first = match &schedule {
-            Schedule::Trigger(trigger) => {
-                // Under its own spec's mutex, as `next_deadline` (U1's exception).
-                run_caught(|| {
-                    let mut t = trigger.0.lock();
-                    crate::user::under_own_lock(|| t.first_deadline(clock.instant_of(earliest)))
-                })
-                .map(|at| at.map(|at| clock.ticks_of(at)))
-            }
-            Schedule::FixedRate(period, _) | Schedule::FixedDelay(period) => {
-                Ok(Some(match aligned {
-                    Some(offset) => {
-                        let wall = std::time::SystemTime::now();
-                        crate::clock::add(
-                            earliest,
-                            to_grid(wall, crate::clock::since(earliest, now), *period, offset),
-                        )
-                    }
-                    None => earliest,
-                }))
-            }
-            Schedule::Once => Ok(Some(earliest)),
-        };
-        // `Exclusive::catch_up`: one run at once, and then the first deadline as scheduled
-        // for a fixed-rate task (its grid), through the `rescheduled` cell a run's
-        // re-queue reads instead of the rule; a fixed-delay task goes on from the run's end.
-        let mut first = first;
-        let mut then = None;
-        if let (true, Ok(Some(at))) = (catch_up_now, &mut first) {
-            if matches!(schedule, Schedule::FixedRate(..)) && *at > now {
-                then = Some(*at);
-            }
-            *at = (*at).min(now);
-        }
+        let now = self.clock().now();
+        let First {
+            deadline: first,
+            then,
+            earliest,
+        } = schedule.first(self.clock(), now, initial_delay, aligned, catch_up_now);
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
         self.submit_periodic(
             now,
@@ -421,25 +390,6 @@ impl Shared {
     }
 }
 
-/// `Periodic::aligned`: how long after the instant `ahead` past the wall-clock time `wall`
-/// the next point of the grid `k · period + offset` (after the Unix epoch) comes; zero if
-/// that instant is on it. `period` is not zero (checked before).
-fn to_grid(
-    wall: std::time::SystemTime,
-    ahead: std::time::Duration,
-    period: std::time::Duration,
-    offset: std::time::Duration,
-) -> std::time::Duration {
-    let p = period.as_nanos();
-    let at = match wall.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => (d + ahead).as_nanos(),
-        Err(e) => ahead.as_nanos().saturating_sub(e.duration().as_nanos()), // a clock before 1970
-    };
-    let phase = (at + p - offset.as_nanos() % p) % p;
-    let wait = if phase == 0 { 0 } else { p - phase };
-    std::time::Duration::from_nanos(wait as u64) // < period, which fits
-}
-
 /// A queued submission, as `Shared::publish` leaves it.
 pub(crate) struct Published {
     /// A reference to the task, kept only when a worker is to be started for it, to take
@@ -461,40 +411,4 @@ pub(super) enum Requeued {
     /// so the caller drops it after unlocking: it may be the task's last one, and the
     /// task's closure or trigger is user code (U1 in `user.rs`).
     Dropped(TaskRef),
-}
-
-#[cfg(all(test, not(loom)))]
-mod grid_tests {
-    use super::to_grid;
-    use std::time::{Duration, UNIX_EPOCH};
-
-    const S: Duration = Duration::from_secs(1);
-
-    #[test]
-    fn the_first_deadline_is_the_next_point_of_the_grid() {
-        let ms = Duration::from_millis;
-        let at = |secs: u64, millis: u64| UNIX_EPOCH + Duration::from_secs(secs) + ms(millis);
-        // On a whole second: on the grid.
-        assert_eq!(
-            to_grid(at(100, 0), Duration::ZERO, S, Duration::ZERO),
-            Duration::ZERO
-        );
-        // 300 ms past: 700 ms to the next second.
-        assert_eq!(
-            to_grid(at(100, 300), Duration::ZERO, S, Duration::ZERO),
-            ms(700)
-        );
-        // An offset of 250 ms: 950 ms from 300 ms past to 1.250.
-        assert_eq!(to_grid(at(100, 300), Duration::ZERO, S, ms(250)), ms(950));
-        // An offset beyond the period is taken modulo it.
-        assert_eq!(to_grid(at(100, 300), Duration::ZERO, S, ms(2250)), ms(950));
-        // The earliest allowed instant is `ahead` past the wall time read.
-        assert_eq!(to_grid(at(100, 300), ms(800), S, Duration::ZERO), ms(900));
-        // A minute grid from 12:00:59.
-        let m = Duration::from_secs(60);
-        assert_eq!(
-            to_grid(at(43_259, 0), Duration::ZERO, m, Duration::ZERO),
-            Duration::from_secs(1)
-        );
-    }
 }
