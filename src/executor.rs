@@ -1,6 +1,11 @@
-//! [`ScheduledThreadPoolExecutor`]: the public handle. A thin layer, like tokio's
-//! `multi_thread/handle.rs`: each method checks nothing and decides nothing itself; the
-//! machinery (control state, queue, workers) is in `pool/`.
+//! [`ScheduledThreadPoolExecutor`]: the public handle, like tokio's
+//! `multi_thread/handle.rs`: the machinery (control state, queue, workers) is in `pool/`.
+//! The handle builds what a task runs: the user's closure in the adaptors its submission
+//! asks for (the submitter's span link, `task::Linked`; a context or a fallible body and
+//! an exclusive spec's lock, `context.rs`), and hands it to the pool, which queues it.
+//! Two things of the exclusive jobs are decided here because they need the lock's store
+//! before the pool sees the task: whether a catch-up run is owed
+//! (`missed_its_last_run`), and `run_exclusive`'s locked run on the caller's thread.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -18,7 +23,7 @@ use crate::periodic::{Next, Periodic};
 use crate::pool::{self, Policy, Shared};
 use crate::stats::{PoolStats, TaskInfo};
 use crate::sync::{Arc, Weak};
-use crate::task::{submitter_span, Label, OnceBody, PeriodicBody, Plain};
+use crate::task::{submitter_span, Label, Linked, OnceBody, PeriodicBody, Plain};
 
 /// A pool of worker threads that runs tasks after a delay or periodically: Rust's
 /// `java.util.concurrent.ScheduledThreadPoolExecutor`.
@@ -227,7 +232,14 @@ impl ScheduledThreadPoolExecutor {
     where
         F: FnOnce() + Send + 'static,
     {
-        self.shared.execute(task)
+        // Inside a span that tracing records, the task is linked to it (`task::Linked`).
+        match submitter_span() {
+            None => self.shared.execute(Plain(task)),
+            Some(parent) => self.shared.execute(Linked {
+                body: Plain(task),
+                parent,
+            }),
+        }
     }
 
     /// Runs `task` as soon as possible and returns its future (Java: `submit`).
@@ -327,7 +339,14 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
         N: Label,
     {
-        let (task, pool) = self.shared.schedule_once(deadline, now, task, name)?;
+        // Inside a span that tracing records, the task is linked to it (`task::Linked`).
+        let (task, pool) = match submitter_span() {
+            None => self.shared.schedule_once(deadline, now, task, name)?,
+            Some(parent) => {
+                let body = Linked { body: task, parent };
+                self.shared.schedule_once(deadline, now, body, name)?
+            }
+        };
         Ok(ScheduledFuture::new(task, pool))
     }
 

@@ -15,17 +15,17 @@ use crate::periodic::{First, Periodic};
 use crate::stats;
 use crate::sync::Arc;
 use crate::task::{
-    state::State, submitter_span, Job, Label, Linked, OnceBody, OnceTask, PeriodicBody,
-    PeriodicTask, Plain, TaskRef, TypedTask, NO_DEADLINE,
+    state::State, Job, Label, OnceBody, OnceTask, PeriodicBody, PeriodicTask, TaskRef, TypedTask,
+    NO_DEADLINE,
 };
 
 /// A task accepted by the pool: what its future holds.
 pub(crate) type Scheduled<T> = (TypedTask<T>, PoolRef);
 
 impl Shared {
-    /// Builds and submits a one-shot task named `name` (`()`: unnamed); `due` as for
-    /// [`submit`](Self::submit). Inside a span that tracing records, the task is linked
-    /// to it (`task::Linked`).
+    /// Builds and submits a one-shot task named `name` (`()`: unnamed) with the body the
+    /// handle chose (the closure, linked to the submitter's span or not); `now` as for
+    /// [`submit`](Self::submit).
     pub(crate) fn schedule_once<B, T, N>(
         self: &Arc<Self>,
         deadline: Ticks,
@@ -39,14 +39,8 @@ impl Shared {
         N: Label,
     {
         // The future's reference and the queue's, counted as two from the start.
-        let (task, queued): (TypedTask<T>, TaskRef) = match submitter_span() {
-            None => TaskRef::new_typed_pair(OnceTask::named(deadline, task, name)),
-            Some(parent) => TaskRef::new_typed_pair(OnceTask::named(
-                deadline,
-                Linked { body: task, parent },
-                name,
-            )),
-        };
+        let (task, queued): (TypedTask<T>, TaskRef) =
+            TaskRef::new_typed_pair(OnceTask::named(deadline, task, name));
         match self.submit(queued, now, true) {
             Ok(stripe) => Ok((task, stripe.unwrap_or_else(|| Stripe::new(self.clone())))),
             Err(err) => {
@@ -56,22 +50,11 @@ impl Shared {
         }
     }
 
-    /// Submits a one-shot without a future (`execute`).
-    pub(crate) fn execute<F>(self: &Arc<Self>, task: F) -> Result<(), ScheduleError>
-    where
-        F: FnOnce() + Send + 'static,
-    {
+    /// Submits a one-shot without a future (`execute`), due now, with the body the
+    /// handle chose.
+    pub(crate) fn execute<B: OnceBody<()>>(self: &Arc<Self>, task: B) -> Result<(), ScheduleError> {
         let deadline = self.clock().now();
-        let task: TaskRef = match submitter_span() {
-            None => TaskRef::new(OnceTask::new(deadline, Plain(task))),
-            Some(parent) => TaskRef::new(OnceTask::new(
-                deadline,
-                Linked {
-                    body: Plain(task),
-                    parent,
-                },
-            )),
-        };
+        let task = TaskRef::new(OnceTask::new(deadline, task));
         self.submit(task, Some(deadline), false).map(drop)
     }
 
