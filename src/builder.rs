@@ -1,58 +1,13 @@
-//! [`Builder`]: the executor's configuration, its defaults, and [`RejectionPolicy`].
+//! [`Builder`]: the executor's settings and their defaults; it builds the [`Config`] the
+//! pool reads (`config.rs`).
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::clock::ManualClock;
+use crate::config::{Config, RejectionPolicy};
 use crate::queue::SpinPolicy;
 use crate::sync::Arc;
-
-/// A thread hook (`on_thread_start` / `on_thread_stop`).
-pub(crate) type Hook = Arc<dyn Fn() + Send + Sync + 'static>;
-
-/// What happens to a submission when the queue already holds `max_queued_tasks` tasks.
-///
-/// Rejections for any reason are counted in
-/// [`PoolStats::rejected_count`](crate::PoolStats::rejected_count) and traced at `warn`.
-/// After shutdown every policy gives [`ScheduleError::Shutdown`](crate::ScheduleError).
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum RejectionPolicy {
-    /// Return [`ScheduleError::QueueFull`](crate::ScheduleError::QueueFull) (Java:
-    /// `AbortPolicy`). The default.
-    #[default]
-    Abort,
-    /// Run the task at once on the calling thread, ignoring its delay; its future completes
-    /// (a panic goes into the future, not to the caller). A periodic task's later runs go
-    /// to the pool as usual. Java: `CallerRunsPolicy`.
-    CallerRuns,
-    /// Accept silently: the returned future is already done and cancelled (Java:
-    /// `DiscardPolicy`).
-    Discard,
-}
-
-/// Everything `build` needs; immutable once the executor exists (the knobs with setters
-/// live in `Shared`).
-pub(crate) struct Config {
-    pub(crate) core_pool_size: usize,
-    /// The pool's name in every log event (`None`: from the thread name prefix).
-    pub(crate) name: Option<String>,
-    pub(crate) thread_name_prefix: String,
-    pub(crate) thread_stack_size: Option<usize>,
-    pub(crate) on_thread_start: Option<Hook>,
-    pub(crate) on_thread_stop: Option<Hook>,
-    pub(crate) keep_alive: Duration,
-    pub(crate) allow_core_thread_timeout: bool,
-    pub(crate) max_queued_tasks: usize,
-    pub(crate) rejection_policy: RejectionPolicy,
-    pub(crate) continue_existing_periodic_tasks_after_shutdown: bool,
-    pub(crate) execute_existing_delayed_tasks_after_shutdown: bool,
-    pub(crate) remove_on_cancel: bool,
-    pub(crate) clock: Option<ManualClock>,
-    pub(crate) late_threshold: Duration,
-    pub(crate) spin_policy: SpinPolicy,
-    pub(crate) timer_precision: Duration,
-}
 
 /// Configures and builds a [`ScheduledThreadPoolExecutor`](crate::ScheduledThreadPoolExecutor).
 ///
@@ -275,16 +230,6 @@ impl Builder {
     }
 }
 
-impl Config {
-    /// The pool's name: the one given, or the thread prefix without a trailing `-`.
-    pub(crate) fn pool_name(&self) -> &str {
-        match &self.name {
-            Some(n) => n,
-            None => self.thread_name_prefix.trim_end_matches('-'),
-        }
-    }
-}
-
 impl Default for Builder {
     fn default() -> Self {
         Self::new()
@@ -294,37 +239,5 @@ impl Default for Builder {
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.config.fmt(f)
-    }
-}
-
-impl fmt::Debug for Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
-            .field("core_pool_size", &self.core_pool_size)
-            .field("name", &self.pool_name())
-            .field("thread_name_prefix", &self.thread_name_prefix)
-            .field("thread_stack_size", &self.thread_stack_size)
-            .field("keep_alive", &self.keep_alive)
-            .field("allow_core_thread_timeout", &self.allow_core_thread_timeout)
-            .field("max_queued_tasks", &Bound(self.max_queued_tasks))
-            .field("rejection_policy", &self.rejection_policy)
-            .field("remove_on_cancel", &self.remove_on_cancel)
-            .field("manual_clock", &self.clock.is_some())
-            .field("late_threshold", &self.late_threshold)
-            .field("spin_policy", &self.spin_policy)
-            .field("timer_precision", &self.timer_precision)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A limit in `Debug` output: "unbounded" for `usize::MAX`.
-struct Bound(usize);
-
-impl fmt::Debug for Bound {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            usize::MAX => f.write_str("unbounded"),
-            n => n.fmt(f),
-        }
     }
 }

@@ -105,6 +105,7 @@ macro_rules! probe {
 mod builder;
 mod clock;
 pub mod cluster;
+mod config;
 mod context;
 #[cfg(feature = "cron")]
 mod cron;
@@ -137,8 +138,9 @@ mod loom_sharded;
 #[cfg(all(test, loom))]
 mod loom_task;
 
-pub use builder::{Builder, RejectionPolicy};
+pub use builder::Builder;
 pub use clock::ManualClock;
+pub use config::RejectionPolicy;
 pub use context::TaskContext;
 #[cfg(feature = "cron")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cron")))]
