@@ -87,6 +87,8 @@
 //!   time. `default-features = false` leaves its dependencies (croner, chrono) out.
 //! - `postgres`: `cluster::PgLock`, cluster locks in a PostgreSQL table (the `postgres`
 //!   crate).
+//! - `postgres-tls` (implies `postgres`): `PgLock` over TLS (rustls), with `sslmode`
+//!   `require`, `verify-ca` and `verify-full` and `sslrootcert` read as libpq reads them.
 
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]

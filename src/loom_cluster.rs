@@ -1,6 +1,7 @@
 //! loom models of the in-process lease store (`cluster/local.rs`): LK1 (one valid lease
-//! per name) and LK2 (a late release leaves the next holder alone) under every
-//! interleaving of two nodes. The deliberate breaks that make them fail are listed in
+//! per name), LK2 (a late release leaves the next holder alone), LK5 (a late extension
+//! revives nothing) and two nodes catching up after downtime (the job runs once), under
+//! every interleaving of two nodes. The deliberate breaks that make them fail are listed in
 //! `docs/RELIABILITY.md`.
 
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! loom models of the pool's control protocol (`pool/`): the worker count against
-//! submissions (E1), the run state against submissions (E2), and termination against the
-//! shutdown caller's completion of removed tasks (E5). Each names its invariant; the
+//! submissions (E1), the run state against submissions (E2), termination against the
+//! shutdown caller's completion of removed tasks (E5) and the `terminated()` future
+//! against the latch, a run asleep in `TaskContext::sleep` against its cancel (S1), and a
+//! future's deadline against its node leaving the queue (T4). Each names its invariant; the
 //! deliberate break that makes it fail is listed in `docs/RELIABILITY.md`.
 
 use std::time::Duration;

@@ -1,4 +1,5 @@
-//! loom models of the blocking queue's wake-up protocol (`queue/mod.rs`, I2–I5) and of
+//! loom models of the blocking queue's wake-up protocol (`queue/mod.rs`: I2, which is
+//! W1–W4 of `queue/waiters.rs`, I5 and I8), of `close` against waiting takers, and of
 //! `DelayQueue::remove` against `take`.
 //!
 //! loom has no clock: every queue here runs on a `ManualClock`, so a leader waits without

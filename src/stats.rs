@@ -19,8 +19,9 @@
 //! stripes); a snapshot merges the stripes. `lateness_max` is exact.
 //!
 //! The gauges are read where they live: the pool size and the largest size from the
-//! control word (`pool/control.rs`), active workers and the queue length under the queue
-//! lock.
+//! control word (`pool/control.rs`), the queue length under every shard's lock, active
+//! workers from the count the queue keeps in each take's critical section (`active`, Q4 in
+//! `queue/sharded.rs`), read after the locks are released.
 
 use crate::sync::Ordering;
 use crossbeam_utils::CachePadded;

@@ -22,7 +22,7 @@ use common::{counter, load, sec, wait_until, BOUND};
 
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// API.md: delays are capped at no less than 100 years.
+/// Delays are capped at no less than 100 years (`clock.rs`, C1).
 const CAP_AT_LEAST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {

@@ -180,7 +180,7 @@ enum Kind {
 
 impl Kind {
     /// The next deadline after a run that was due at `scheduled` and started at `started`
-    /// (API.md, "Missed ticks").
+    /// (`MissedTicks`'s rustdoc).
     fn next(self, scheduled: u64, started: u64) -> u64 {
         match self {
             Kind::Once => unreachable!("a one-shot has no next run"),

@@ -49,7 +49,7 @@ fn run_until(
 }
 
 /// Period 10, first deadline 10, the first run takes 25 (it advances the clock itself):
-/// the start times of API.md's table.
+/// the start times of `MissedTicks`'s table (its rustdoc).
 fn missed_ticks_starts(policy: MissedTicks) -> Vec<u64> {
     let clock = ManualClock::new();
     let t0 = clock.now();

@@ -1,4 +1,4 @@
-//! The `task` span: its fields (`pool`, `name`, `kind`), the names of one-shots, and its
+//! The `task` span: its fields (`pool`, `task_name`, `kind`), the names of one-shots, and its
 //! link to the span the task was submitted in (`follows_from`), which the task holds open
 //! until its closure is dropped.
 //!

@@ -1,8 +1,9 @@
 //! `PoolStats`: every field, counted exactly.
 //!
-//! Counters are bumped by a worker after its task's future completes, so a test that has
-//! just seen a future complete waits (bounded) for the counter to reach the exact value;
-//! once the pool is quiet, or has terminated, it asserts equality.
+//! Counters are bumped by a worker before its task's future completes, so a test that has
+//! seen a future complete reads the run's counts at once; gauges and counts that other
+//! workers may still be changing are waited for (bounded), and once the pool is quiet, or
+//! has terminated, every count is asserted equal.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};

@@ -216,8 +216,9 @@ impl Shared {
         job.header().settle(q.index()); // the task's home shard from now on (T4)
         job.header().set_seq(seq); // queued from here on: the node holds the deadline
         q.ext().submitted += 1; // counted in the critical section that accepts it
-                                // A copy to take the task back by if the worker cannot be started (E1): only
-                                // when one is to be started, so the common path counts no reference.
+
+        // A copy to take the task back by if the worker cannot be started (E1): only when
+        // one is to be started, so the common path counts no reference.
         let kept = spawn.is_some().then(|| job.clone());
         q.push_tracked(
             Entry {

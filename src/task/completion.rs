@@ -9,11 +9,11 @@
 //! cancel takes the closure and stores `Cancelled` in one critical section and `get` on a
 //! finished future waits and takes in one.
 //!
-//! Nothing is kept for waiters until someone waits: most tasks (timeouts that get
-//! cancelled, `execute`) are never waited for. The first waiter boxes a [`Waiters`] into
-//! the stage: the last async waker of `poll`, and the threads blocked in
-//! [`Outcome::wait`], which park (`std::thread::park`) and are unparked by the
-//! completion. A per-task condition variable would cost 8 bytes in every task, which is
+//! Nothing is kept for waiters until someone waits: most periodic tasks are never waited
+//! for (nobody blocks on a job that runs until the pool stops). The first waiter boxes a
+//! [`Waiters`] into the stage: the last async waker of `poll`, and the threads blocked in
+//! [`Outcome::wait`], which park (`sync::park_until`, loom's in the models) and are
+//! unparked by the completion. A per-task condition variable would cost 8 bytes in every task, which is
 //! what kept a one-shot in an 80-byte malloc chunk while one-shots still used this stage
 //! (`docs/DESIGN.md`, Memory).
 //!

@@ -57,8 +57,9 @@ impl Sleepers {
     /// see (S1).
     #[inline]
     pub(crate) fn wake(&self) {
-        fence(Ordering::SeqCst); // S1: after the waker's change
-                                 // Relaxed: the fence orders it (S1).
+        // S1: after the waker's change.
+        fence(Ordering::SeqCst);
+        // Relaxed: the fence orders it (S1).
         if self.count.load(Ordering::Relaxed) > 0 {
             self.wake_listed();
         }

@@ -61,8 +61,9 @@
 //! that stored it, in particular the effects of the run before DONE or PANICKED (the
 //! outcome itself: a one-shot's is ordered by its `OUTPUT` flag, below; a periodic task's
 //! travels through the `Completion` mutex, which orders it on its own).
-//! There are no plain stores: every change of state is one of the exchanges below, all
-//! through `TaskState::exchange` or `cancel`'s loop.
+//! There are no plain stores: every change of state is an exchange, through
+//! `exchange_word` (every named edge) or `cancel`'s loop, and the flags change only by the
+//! read-modify-writes of `take_closure`, `take_output` and `wait_on`.
 
 use crate::sync::Ordering;
 
