@@ -7,24 +7,27 @@
 //! test advances time. Real-time waits have a generous bound and assert no speed.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use schedpool::{
     DelayQueue, ManualClock, MissedTicks, Periodic, PriorityBlockingQueue, RejectionPolicy,
-    ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError,
+    ScheduleError, ScheduledThreadPoolExecutor,
 };
 
 mod common;
-use common::{counter, load, sec, wait_until, BOUND};
+use common::{
+    bump, counter, is_cancelled, load, sec, shutdown_now_and_wait, wait_until, DropCount, BOUND,
+};
 
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Delays are capped at no less than 100 years (`clock.rs`, C1).
 const CAP_AT_LEAST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
+/// Like `common::manual_pool`, with the workers named `bad-input-N`.
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
     let pool = ScheduledThreadPoolExecutor::builder()
@@ -33,22 +36,6 @@ fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
         .clock(clock.clone())
         .build();
     (clock, pool)
-}
-
-fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
-    let c = c.clone();
-    move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// Counts its own drops; captured by a closure, it tells when the closure was dropped.
-struct DropCount(Arc<AtomicUsize>);
-
-impl Drop for DropCount {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 /// The earliest instant before `from` that this platform's `Instant` can represent, up to
@@ -61,16 +48,6 @@ fn before(from: Instant, back: Duration) -> Instant {
         }
         back /= 2;
     }
-}
-
-/// Shuts the pool down, drops whatever is still queued, and waits for termination.
-fn finish(pool: &ScheduledThreadPoolExecutor) {
-    drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
-
-fn is_cancelled<T>(fut: ScheduledFuture<T>) -> bool {
-    matches!(fut.get(), Err(TaskError::Cancelled))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -113,7 +90,7 @@ fn duration_max_delays_are_accepted_and_practically_never_run() {
     assert!(!once.is_done() && !rate.is_done() && !delay.is_done() && !spec.is_done());
     assert!(once.cancel() && rate.cancel() && delay.cancel() && spec.cancel());
     assert_eq!(pool.queue_len(), 0);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
     assert_eq!(load(&runs), 0);
 }
 
@@ -153,7 +130,7 @@ fn a_period_of_duration_max_runs_once_then_practically_never() {
     assert!(pool.wait_idle(BOUND));
     assert_eq!(load(&runs), 2);
     assert!(!rate.is_done() && !delay.is_done());
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
     assert!(is_cancelled(rate) && is_cancelled(delay));
 }
 
@@ -182,7 +159,7 @@ fn zero_delays_run_without_advancing_the_clock() {
     );
     assert_eq!(rate.delay(), sec(1));
     assert_eq!(delay.delay(), sec(1));
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 /// A submission that is expected to fail, and its error.
@@ -277,7 +254,7 @@ fn deadlines_in_the_past_run_at_once_in_deadline_order() {
     for fut in [due_now, one_sec_ago, long_ago] {
         fut.get().unwrap();
     }
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -299,7 +276,7 @@ fn reschedule_after_the_longest_delay_is_capped_not_a_panic() {
     );
     assert!(pool.wait_idle(BOUND));
     assert_eq!(fut.get().unwrap(), "ran");
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -328,7 +305,7 @@ fn deadlines_far_in_the_future_are_capped_and_can_be_moved_back() {
     );
     assert!(pool.wait_idle(BOUND));
     assert_eq!(fut.get().unwrap(), "ran");
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -347,7 +324,7 @@ fn advancing_the_clock_by_duration_max_saturates_without_overflow() {
     assert!(later.deadline() >= now || later.deadline() >= t0 + CAP_AT_LEAST);
     assert!(pool.wait_idle(BOUND));
     assert_eq!(later.get().unwrap(), 2);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 /// Runs `spec` on a fresh pool, advances its clock to the cap and returns the runs that
@@ -359,7 +336,7 @@ fn runs_after_advancing_to_the_cap(spec: Periodic) -> Option<usize> {
     clock.advance(Duration::MAX);
     let settled = pool.wait_idle(Duration::from_secs(2));
     fut.cancel();
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
     settled.then(|| load(&runs))
 }
 
@@ -434,7 +411,7 @@ fn core_pool_size_zero_runs_everything_on_one_thread() {
     assert_eq!(load(&starts), 1);
     assert_eq!(pool.stats().pool_size, 1);
     assert!(periodic.cancel());
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -479,7 +456,7 @@ fn shrinking_the_core_size_to_zero_keeps_one_thread_for_queued_tasks() {
     assert_eq!(pool.stats().pool_size, 1);
     clock.advance(sec(1));
     assert_eq!(fut.get().unwrap(), "runs again");
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -524,7 +501,7 @@ fn growing_to_a_huge_core_size_starts_at_most_one_thread_per_queued_task() {
     clock.advance(sec(1));
     let got: Vec<i32> = futs.into_iter().map(|f| f.get().unwrap()).collect();
     assert_eq!(got, [0, 1, 2]);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -626,7 +603,7 @@ fn max_queued_zero_with_caller_runs_runs_on_the_caller_at_once() {
     );
     let stats = pool.stats();
     assert_eq!((stats.rejected_count, stats.completed_task_count), (2, 0));
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -645,7 +622,7 @@ fn max_queued_zero_with_discard_returns_a_cancelled_future_and_drops_the_closure
         .unwrap();
     assert!(periodic.is_cancelled());
     assert_eq!(pool.stats().rejected_count, 2);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -915,7 +892,7 @@ fn idle_worker_cpu_with_zero_keep_alive(core: usize, allow_core_timeout: bool) -
     let wall_ticks = t0.elapsed().as_millis() as u64 / 10; // USER_HZ is 100 on Linux
     clock.advance(sec(3600));
     assert_eq!(fut.get().unwrap(), "ran");
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
     (used, wall_ticks)
 }
 
@@ -984,5 +961,5 @@ fn extreme_lateness_limits_and_run_counts() {
     );
     assert_eq!(pool.stats().skipped_runs, 2);
     assert!(zero.cancel());
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }

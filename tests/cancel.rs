@@ -9,11 +9,7 @@ use std::time::Duration;
 use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor, TaskError};
 
 mod common;
-use common::{close, counter, flush, outcome, sec, wait_for, BOUND};
-
-fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    manual_pool_with(core, true)
-}
+use common::{close, counter, flush, manual_pool, outcome, sec, wait_for, DropCount, BOUND};
 
 fn manual_pool_with(core: usize, remove: bool) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
@@ -23,15 +19,6 @@ fn manual_pool_with(core: usize, remove: bool) -> (ManualClock, ScheduledThreadP
         .clock(clock.clone())
         .build();
     (clock, pool)
-}
-
-/// Counts its own drops; captured by a closure, it tells when the closure was dropped.
-struct DropCount(Arc<AtomicUsize>);
-
-impl Drop for DropCount {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 /// A gate a task blocks on: the task reports it started, then waits to be let go.

@@ -14,15 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::pg::PgServer;
-use common::{sec, wait_until, BOUND};
+use common::{ms, sec, wait_until, BOUND};
 use schedpool::cluster::{ClusterLock, Exclusive, LockError, PgLock};
 use schedpool::{
     ManualClock, MissedTicks, Next, Periodic, PoolStats, ScheduledThreadPoolExecutor, TaskContext,
 };
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 /// A lock on `url` whose connection is named `node` (in `pg_stat_activity` and
 /// `locked_by`), with a 2 s bound on each call.

@@ -15,15 +15,14 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use schedpool::{DelayKey, DelayQueue, ManualClock};
 
+mod common;
+use common::ms;
+
 /// The bound on every real-time wait for something that must happen.
 const BOUND: Duration = Duration::from_secs(10);
 /// How long a check that something must *not* happen watches for it. A bug makes such a
 /// check fail; a slow machine only makes it weaker, never wrong.
 const QUIET: Duration = Duration::from_millis(30);
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)

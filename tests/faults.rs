@@ -16,12 +16,16 @@ use std::time::Duration;
 
 use schedpool::{
     ManualClock, Periodic, RejectionPolicy, ScheduleError, ScheduledFuture,
-    ScheduledThreadPoolExecutor, TaskError,
+    ScheduledThreadPoolExecutor,
 };
 
 mod common;
-use common::{counter, load, sec, wait_until, Gate, BOUND};
+use common::{
+    bump, counter, is_cancelled, load, sec, shutdown_now_and_wait, wait_until, DropCount, Gate,
+    BOUND,
+};
 
+/// Like `common::manual_pool`, with the workers named `faults-N`.
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
     let pool = ScheduledThreadPoolExecutor::builder()
@@ -30,23 +34,6 @@ fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
         .clock(clock.clone())
         .build();
     (clock, pool)
-}
-
-fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
-    let c = c.clone();
-    move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// Shuts the pool down, drops whatever is still queued, and waits for termination.
-fn finish(pool: &ScheduledThreadPoolExecutor) {
-    drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND), "the pool did not terminate");
-}
-
-fn is_cancelled<T>(fut: ScheduledFuture<T>) -> bool {
-    matches!(fut.get(), Err(TaskError::Cancelled))
 }
 
 /// Runs `f` on another thread and waits for it at most `BOUND`: a deadlock fails the test
@@ -154,7 +141,7 @@ fn a_panicking_periodic_task_stops_alone() {
     assert_eq!(bad.get().unwrap_err().panic_message(), Some("third run"));
     assert_eq!(pool.stats().panicked_count, 1);
     assert!(good.cancel());
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 /// A panic payload that panics again when it is dropped.
@@ -186,7 +173,7 @@ fn a_panic_payload_whose_drop_panics_is_contained() {
     let stats = pool.stats();
     assert_eq!((stats.panicked_count, stats.completed_task_count), (2, 3));
     assert_eq!(stats.pool_size, 1);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -230,7 +217,7 @@ fn a_closure_whose_drop_panics_after_its_run_is_contained() {
     // The closure may be dropped just after the future completes.
     assert!(wait_until(|| load(&drops) == 2));
     assert_eq!(pool.submit(|| "alive").unwrap().get().unwrap(), "alive");
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -273,7 +260,7 @@ fn cancelling_closures_whose_drop_panics_does_not_unwind() {
         assert!(pool.wait_idle(BOUND));
         assert!(is_cancelled(once) && is_cancelled(periodic));
         assert_eq!(pool.stats().completed_task_count, 0);
-        finish(&pool);
+        shutdown_now_and_wait(&pool);
     }
 }
 
@@ -667,7 +654,7 @@ fn a_long_blocking_task_does_not_hold_up_due_tasks_on_other_workers() {
     assert!(pool.wait_idle(BOUND));
     assert_eq!(load(&periodic_runs), 10);
     assert!(periodic.cancel());
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -695,7 +682,7 @@ fn on_one_worker_a_blocking_task_delays_due_tasks_but_loses_none() {
     assert!(pool.wait_idle(BOUND));
     assert_eq!(*order.lock().unwrap(), [1, 2, 3, 4, 5], "deadline order");
     assert!(futs.into_iter().all(|f| f.get().is_ok()));
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -736,7 +723,7 @@ fn a_long_periodic_run_never_overlaps_the_next_and_catches_up_after() {
     );
     assert_eq!(load(&overlaps), 0);
     assert!(rate.cancel());
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -793,7 +780,7 @@ fn a_task_that_calls_shutdown_now_on_its_own_pool_gets_the_queue() {
     let ran = counter();
     let queued: Vec<_> = (0..4)
         .map(|i| {
-            let (d, r) = (DropCounter(drops.clone()), ran.clone());
+            let (d, r) = (DropCount(drops.clone()), ran.clone());
             pool.schedule(sec(10 + i), move || {
                 let _keep = &d;
                 r.fetch_add(1, Ordering::SeqCst);
@@ -837,15 +824,6 @@ fn a_periodic_task_that_closes_its_own_pool_is_not_run_again() {
     assert_eq!(load(&runs), 2);
     assert!(is_cancelled(periodic));
     assert!(pool.await_termination(BOUND));
-}
-
-/// Counts its drops (no panic).
-struct DropCounter(Arc<AtomicUsize>);
-
-impl Drop for DropCounter {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 /// Calls `close` on the pool it holds when dropped.
@@ -921,7 +899,7 @@ fn thread_spawn_failure_is_a_clear_error_and_nothing_leaks() {
             .thread_stack_size(stack)
             .build();
         let drops = counter();
-        let d = || DropCounter(drops.clone());
+        let d = || DropCount(drops.clone());
         let (d1, d2, d3, d4, d5) = (d(), d(), d(), d(), d());
         let errors = [
             pool.schedule(sec(1), move || drop(d1)).map(|_| ()),

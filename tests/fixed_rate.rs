@@ -9,11 +9,7 @@ use std::time::Duration;
 use schedpool::{ScheduleError, ScheduledThreadPoolExecutor};
 
 mod common;
-use common::{close, flush, manual_pool, outcome, sec, shutdown_now_and_wait, wait_for, BOUND};
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use common::{close, flush, manual_pool, ms, outcome, sec, shutdown_now_and_wait, wait_for, BOUND};
 
 #[test]
 fn zero_period_is_rejected_without_running_or_counting() {

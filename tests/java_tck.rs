@@ -35,20 +35,15 @@ use std::time::{Duration, Instant};
 
 use schedpool::{
     ManualClock, RejectionPolicy, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor,
-    TaskError,
 };
 
 mod common;
-use common::{counter, load, manual_pool, wait_until, Gate, BOUND};
+use common::{bump, counter, is_cancelled, load, manual_pool, ms, wait_until, Gate, BOUND};
 
 /// Java's `timeoutMillis()` for real-time ports: a lower bound only, never an upper one.
 const SHORT: Duration = Duration::from_millis(30);
 const HOUR: Duration = Duration::from_secs(3600);
 static TEST_STRING: &str = "a test string";
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 /// Like `wait_until`, advancing `clock` by 1 ms between polls (virtual time flows while
 /// real time is bounded).
@@ -62,13 +57,6 @@ fn advance_until(clock: &ManualClock, mut cond: impl FnMut() -> bool) -> bool {
     })
 }
 
-fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
-    let c = c.clone();
-    move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 /// A task that counts itself as started, then blocks until `gate` opens.
 fn blocking_task(gate: &Gate, started: &Arc<AtomicUsize>) -> impl FnOnce() + Send + 'static {
     let (gate, started) = (gate.clone(), started.clone());
@@ -76,10 +64,6 @@ fn blocking_task(gate: &Gate, started: &Arc<AtomicUsize>) -> impl FnOnce() + Sen
         started.fetch_add(1, Ordering::SeqCst);
         gate.wait();
     }
-}
-
-fn is_cancelled<T>(fut: ScheduledFuture<T>) -> bool {
-    matches!(fut.get(), Err(TaskError::Cancelled))
 }
 
 /// Java's `PoolCleaner`: stop the pool and wait for its threads.

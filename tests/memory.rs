@@ -20,17 +20,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{counter, load, sec, wait_until, BOUND};
-
-/// Counts its own drops; captured by a closure, it tells when the closure was dropped.
-#[derive(Debug)]
-struct DropCount(Arc<AtomicUsize>);
-
-impl Drop for DropCount {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use common::{counter, load, sec, wait_until, DropCount, BOUND};
 
 /// What tells us the pool's shared core was freed: a token captured by its stop hook,
 /// which the core owns, and a count of worker threads that finished.

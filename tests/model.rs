@@ -32,6 +32,9 @@ use schedpool::{
     ManualClock, MissedTicks, Periodic, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor,
 };
 
+mod common;
+use common::ms;
+
 /// Generous bound for `wait_idle` and termination.
 const BOUND: Duration = Duration::from_secs(10);
 
@@ -39,10 +42,6 @@ const BOUND: Duration = Duration::from_secs(10);
 const NEVER: u64 = u64::MAX;
 
 const MS: u64 = 1_000_000;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 #[derive(Clone, Debug)]
 enum Op {

@@ -9,6 +9,7 @@ use schedpool::{ManualClock, ScheduledThreadPoolExecutor, TaskError};
 mod common;
 use common::{close, flush, outcome, sec, BOUND};
 
+/// Like `common::manual_pool`, with the workers named `panics-N`.
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
     let pool = ScheduledThreadPoolExecutor::builder()

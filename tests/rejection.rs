@@ -5,19 +5,16 @@
 //! Everything runs on a `ManualClock`, so tasks scheduled in the future stay queued and
 //! keep the queue full for as long as a test needs.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use schedpool::{
-    ManualClock, RejectionPolicy, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor,
-    TaskError,
-};
+use schedpool::{ManualClock, RejectionPolicy, ScheduleError, ScheduledThreadPoolExecutor};
 
 mod common;
-use common::{counter, load, sec, wait_until, BOUND};
+use common::{bump, counter, is_cancelled, load, sec, shutdown_now_and_wait, wait_until, BOUND};
 
 fn bounded_pool(max: usize, policy: RejectionPolicy) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
@@ -29,22 +26,6 @@ fn bounded_pool(max: usize, policy: RejectionPolicy) -> (ManualClock, ScheduledT
         .rejection_policy(policy)
         .build();
     (clock, pool)
-}
-
-fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
-    let c = c.clone();
-    move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn is_cancelled<T>(fut: ScheduledFuture<T>) -> bool {
-    matches!(fut.get(), Err(TaskError::Cancelled))
-}
-
-fn finish(pool: &ScheduledThreadPoolExecutor) {
-    drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND));
 }
 
 #[test]
@@ -86,7 +67,7 @@ fn abort_refuses_every_kind_of_submission_when_full() {
     let stats = pool.stats();
     assert_eq!((stats.task_count, stats.rejected_count), (3, 7));
     assert_eq!(load(&ran), 1, "only the accepted periodic task ran");
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -99,7 +80,7 @@ fn a_bound_of_zero_refuses_everything() {
         (stats.task_count, stats.rejected_count, stats.pool_size),
         (0, 2, 0)
     );
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -117,7 +98,7 @@ fn room_frees_up_when_workers_take_due_tasks() {
     clock.advance(sec(5));
     assert_eq!(second.get().unwrap(), 2);
     assert_eq!(pool.stats().rejected_count, 1);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -141,7 +122,7 @@ fn cancelled_tasks_left_in_the_queue_count_against_the_bound_until_purged() {
     clock.advance(sec(5));
     assert_eq!(b.get().unwrap(), "b");
     assert_eq!(pool.stats().rejected_count, 1);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -171,7 +152,7 @@ fn caller_runs_runs_at_once_on_the_calling_thread_ignoring_the_delay() {
     assert_eq!(stats.rejected_count, 3);
     assert_eq!(stats.task_count, 1, "caller-run submissions are refusals");
     assert_eq!(stats.completed_task_count, 0, "caller runs are not counted");
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -190,7 +171,7 @@ fn caller_runs_puts_a_panic_into_the_future_not_the_caller() {
     let stats = pool.stats();
     assert_eq!(stats.rejected_count, 2);
     assert_eq!(stats.completed_task_count, 0);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -220,7 +201,7 @@ fn caller_runs_runs_a_periodic_task_once_then_the_pool_takes_over() {
     assert_eq!((stats.task_count, stats.rejected_count), (1, 1));
     assert!(wait_until(|| pool.stats().completed_task_count == 1));
     assert!(!filler.is_done());
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -257,7 +238,7 @@ fn discard_returns_a_future_that_is_already_cancelled() {
     assert_eq!(load(&ran), 0);
     let stats = pool.stats();
     assert_eq!((stats.task_count, stats.rejected_count), (1, 4));
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -314,7 +295,7 @@ fn precedence_is_zero_period_then_shutdown_then_queue_full() {
             (1, 3),
             "{policy:?}"
         );
-        finish(&pool);
+        shutdown_now_and_wait(&pool);
     }
 }
 
@@ -332,7 +313,7 @@ fn queue_full_comes_only_after_the_argument_check_with_abort() {
         Err(ScheduleError::QueueFull)
     );
     assert_eq!(pool.stats().rejected_count, 1);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -371,7 +352,7 @@ fn periodic_requeues_are_not_bounded() {
     assert_eq!(pool.queue_len(), 0);
     let stats = pool.stats();
     assert_eq!((stats.task_count, stats.rejected_count), (3, 2));
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }
 
 #[test]
@@ -402,7 +383,7 @@ fn every_refusal_is_counted_whatever_the_policy() {
         assert_eq!(stats.rejected_count, 5, "{policy:?}");
         assert_eq!(stats.queued, 3, "{policy:?}");
         expected_rejected += stats.rejected_count;
-        finish(&pool);
+        shutdown_now_and_wait(&pool);
     }
     assert_eq!(expected_rejected, 15);
 }
@@ -421,5 +402,5 @@ fn rejection_policy_default_is_abort() {
         Err(ScheduleError::QueueFull)
     );
     assert_eq!(RejectionPolicy::default(), RejectionPolicy::Abort);
-    finish(&pool);
+    shutdown_now_and_wait(&pool);
 }

@@ -10,11 +10,10 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const LONG: Duration = Duration::from_secs(10);
+mod common;
+use common::ms;
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+const LONG: Duration = Duration::from_secs(10);
 
 fn pool(clock: &ManualClock, threads: usize) -> ScheduledThreadPoolExecutor {
     Builder::new()

@@ -13,7 +13,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{counter, load, manual_pool, sec, wait_until, Gate, BOUND};
+use common::{bump, counter, is_cancelled, load, manual_pool, sec, wait_until, Gate, BOUND};
 
 /// Submits a task that signals `started` and then blocks on `gate`.
 fn block_a_worker(
@@ -53,10 +53,6 @@ fn hooked_pool(
         })
         .build();
     (clock, pool, starts, stops)
-}
-
-fn is_cancelled<T>(fut: ScheduledFuture<T>) -> bool {
-    matches!(fut.get(), Err(TaskError::Cancelled))
 }
 
 #[test]
@@ -838,13 +834,6 @@ impl RaceCounters {
 
 const RACE_THREADS: usize = 4;
 const RACE_PER_THREAD: usize = 400;
-
-fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
-    let c = c.clone();
-    move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    }
-}
 
 fn record<T>(
     result: Result<T, ScheduleError>,

@@ -5,7 +5,7 @@
 //! workers may still be changing are waited for (bounded), and once the pool is quiet, or
 //! has terminated, every count is asserted equal.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use schedpool::{
 };
 
 mod common;
-use common::{counter, load, manual_pool, sec, wait_until, Gate, BOUND};
+use common::{bump, counter, load, manual_pool, sec, wait_until, Gate, BOUND};
 
 /// Waits until the pool has finished `n` runs and no worker is between runs.
 fn wait_completed(pool: &ScheduledThreadPoolExecutor, n: u64) {
@@ -28,13 +28,6 @@ fn wait_completed(pool: &ScheduledThreadPoolExecutor, n: u64) {
         pool.stats()
     );
     assert_eq!(pool.stats().completed_task_count, n);
-}
-
-fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
-    let c = c.clone();
-    move || {
-        c.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 fn finish(pool: &ScheduledThreadPoolExecutor) -> PoolStats {

@@ -19,6 +19,11 @@ pub(crate) fn sec(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
+/// `n` milliseconds.
+pub(crate) fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
 /// A pool of `core` workers on a fresh virtual clock.
 pub(crate) fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
     let clock = ManualClock::new();
@@ -62,6 +67,7 @@ pub(crate) fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
 }
 
 /// Counts drops of the value it is captured in.
+#[derive(Debug)]
 pub(crate) struct DropCount(pub(crate) Arc<AtomicUsize>);
 
 impl Drop for DropCount {
@@ -92,6 +98,14 @@ pub(crate) fn load(c: &AtomicUsize) -> usize {
     c.load(Ordering::SeqCst)
 }
 
+/// A task that adds one to `c` each time it runs.
+pub(crate) fn bump(c: &Arc<AtomicUsize>) -> impl FnMut() + Send + 'static {
+    let c = c.clone();
+    move || {
+        c.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// A gate tasks block on until the test opens it (Java's `CountDownLatch(1)` as a release
 /// signal); the wait is bounded, so a failing test cannot wedge a worker forever.
 #[derive(Clone, Default)]
@@ -118,6 +132,12 @@ pub(crate) fn outcome<T>(fut: ScheduledFuture<T>) -> Result<T, TaskError> {
     fut.get()
 }
 
+/// Whether `fut` ended cancelled, waiting at most [`BOUND`] for it to end.
+pub(crate) fn is_cancelled<T>(fut: ScheduledFuture<T>) -> bool {
+    assert!(fut.wait_timeout(BOUND), "the task did not end in time");
+    matches!(fut.get(), Err(TaskError::Cancelled))
+}
+
 /// Shuts down and waits, at most [`BOUND`], for termination.
 pub(crate) fn close(pool: &ScheduledThreadPoolExecutor) {
     pool.shutdown();
@@ -132,5 +152,5 @@ pub(crate) fn flush(pool: &ScheduledThreadPoolExecutor) {
 /// `shutdown_now`, its tasks dropped, and termination within [`BOUND`].
 pub(crate) fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
     drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND));
+    assert!(pool.await_termination(BOUND), "the pool did not terminate");
 }
