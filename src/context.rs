@@ -30,7 +30,7 @@ use crate::clock::Clock;
 use crate::cluster::run::{run_locked, Ledger};
 use crate::cluster::{Exclusive, Lease};
 use crate::future::CancelHandle;
-use crate::periodic::{Next, OnError};
+use crate::schedule::{Next, OnError};
 
 use crate::sync::park_until;
 use crate::task::{state::State, Declined, Host, OnceBody, PeriodicBody, RunCx, Step};

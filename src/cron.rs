@@ -50,7 +50,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use chrono::{DateTime, Local, LocalResult, TimeZone, Utc};
 use croner::Cron;
 
-use crate::periodic::{Trigger, TriggerContext};
+use crate::schedule::{Trigger, TriggerContext};
 
 /// The most croner searches one deadline may take while its matches fall in the already
 /// passed first pass of a fold; each search moves on by at least a second. A fold is an

@@ -19,8 +19,8 @@ use crate::context::{Fallible, TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::{PendingTask, ScheduledFuture};
 use crate::named::Named;
-use crate::periodic::{Next, Periodic};
 use crate::pool::{self, Policy, Shared};
+use crate::schedule::{Next, Periodic};
 use crate::stats::{PoolStats, TaskInfo};
 use crate::sync::{Arc, Weak};
 use crate::task::{submitter_span, Label, Linked, OnceBody, PeriodicBody, Plain};
@@ -649,9 +649,9 @@ impl ScheduledThreadPoolExecutor {
     fn missed_its_last_run(
         &self,
         exclusive: &Exclusive,
-        schedule: &crate::periodic::Schedule,
+        schedule: &crate::schedule::Schedule,
     ) -> bool {
-        use crate::periodic::Schedule;
+        use crate::schedule::Schedule;
         let period = match schedule {
             Schedule::FixedRate(p, _) | Schedule::FixedDelay(p) => *p,
             Schedule::Trigger(_) | Schedule::Once => return false,

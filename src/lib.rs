@@ -116,29 +116,18 @@ mod error;
 mod executor;
 mod future;
 mod named;
-mod periodic;
 mod pool;
 mod priority_queue;
 #[cfg(all(schedpool_probe, not(loom)))]
 #[doc(hidden)]
 pub mod probe;
 mod queue;
+mod schedule;
 mod stats;
 mod sync;
 mod task;
 mod throttle;
 mod user;
-
-#[cfg(all(test, loom))]
-mod loom_cluster;
-#[cfg(all(test, loom))]
-mod loom_pool;
-#[cfg(all(test, loom))]
-mod loom_queue;
-#[cfg(all(test, loom))]
-mod loom_sharded;
-#[cfg(all(test, loom))]
-mod loom_task;
 
 pub use builder::Builder;
 pub use clock::ManualClock;
@@ -152,9 +141,9 @@ pub use error::{PanicPayload, ScheduleError, TaskError};
 pub use executor::{ScheduledThreadPoolExecutor, Terminated, WeakExecutor};
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
 pub use named::Named;
-pub use periodic::{Backoff, MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use queue::SpinPolicy;
+pub use schedule::{Backoff, MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
 pub use stats::{LastRun, PoolStats, TaskInfo, TaskKind};
 
 /// The design notes (`docs/DESIGN.md`): the architecture, its invariants and orderings.

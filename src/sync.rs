@@ -10,7 +10,7 @@
 //! queue numbering: `unique_id` here, `local_number` in `queue/sharded.rs`) and in the
 //! log rate limits (`throttle.rs`); the `parking_lot` mutex that only makes a panic
 //! payload `Sync` (`error.rs`); `std`'s `Arc` and `mpsc` in `cluster/`, whose stores are
-//! tested against real servers and modelled in `loom_cluster.rs` through `LocalLock`.
+//! tested against real servers and modelled in `cluster/loom.rs` through `LocalLock`.
 //!
 //! The API is parking_lot's shape: `lock()` returns a guard, `Condvar::wait` takes
 //! `&mut guard`. `wait_until` returns `true` when it timed out. loom has no clock: its timed

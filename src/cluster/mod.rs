@@ -71,6 +71,9 @@ mod pg;
 mod pg_tls;
 pub(crate) mod run;
 
+#[cfg(all(test, loom))]
+mod loom;
+
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;

@@ -86,6 +86,9 @@ mod shutdown;
 mod submit;
 mod worker;
 
+#[cfg(all(test, loom))]
+pub(crate) mod loom;
+
 #[cfg(all(test, not(loom)))]
 pub(crate) use entry::Entry;
 pub(crate) use shared::Shared;

@@ -11,7 +11,7 @@ use super::{PoolRef, Shared, Stripe};
 use crate::clock::Ticks;
 use crate::config::RejectionPolicy;
 use crate::error::{ScheduleError, TaskError};
-use crate::periodic::{First, Periodic};
+use crate::schedule::{First, Periodic};
 use crate::stats;
 use crate::sync::Arc;
 use crate::task::{

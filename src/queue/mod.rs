@@ -72,6 +72,11 @@ pub(crate) mod sharded;
 mod store;
 mod waiters;
 
+#[cfg(all(test, loom))]
+mod loom_blocking;
+#[cfg(all(test, loom))]
+mod loom_sharded;
+
 use crate::sync::Ordering;
 use std::fmt;
 use std::time::Instant;
@@ -770,7 +775,6 @@ impl<E: Timed> HandOn for &mut Locked<'_, E> {
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "blocking_tests.rs"]
 mod tests;
 
 #[cfg(all(test, not(loom)))]

@@ -907,5 +907,4 @@ impl<'a, E: Timed + Tracked, X> AllShards<'a, E, X> {
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "sharded_tests.rs"]
 mod tests;

@@ -16,7 +16,7 @@
 //! - `completion.rs`: a periodic task's stage and its waiters.
 //! - `once.rs`: [`OnceTask`], a one-shot (Java: `ScheduledFutureTask` with `period == 0`).
 //! - `periodic.rs`: [`PeriodicTask`], run with `run_and_reset` semantics and re-queued by
-//!   the worker; its next deadline comes from its `Schedule` (`periodic.rs`).
+//!   the worker; its next deadline comes from its `Schedule` (`schedule.rs`).
 //!
 //! # Invariants
 //! - T1: at most one thread is between a successful `start` and the end of that run. (An
@@ -67,12 +67,15 @@ pub(crate) mod sleepers;
 pub(crate) mod state;
 mod waiting;
 
+#[cfg(all(test, loom))]
+mod loom;
+
 use crate::sync::{Arc, Ordering};
 use std::fmt;
 
 use crate::clock::{Clock, Ticks};
-use crate::periodic::Schedule;
 use crate::queue::{LockedCell, Position};
+use crate::schedule::Schedule;
 use crate::stats::{Counters, LastRun};
 use crate::sync::{AtomicU64, AtomicU8};
 

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::clock::Ticks;
 use crate::error::{run_caught, TaskError};
-use crate::periodic::Schedule;
+use crate::schedule::Schedule;
 use crate::sync::park_until;
 
 /// A one-shot task (Java: `ScheduledFutureTask` with `period == 0`); `N`: its name, `()`

@@ -14,8 +14,8 @@ use super::{
 };
 use crate::clock::{self, Ticks};
 use crate::error::{run_caught, PanicPayload, TaskError};
-use crate::periodic::{Limits, OnPanic, RunTimes, Schedule};
 use crate::queue::LockedCell;
+use crate::schedule::{Limits, OnPanic, RunTimes, Schedule};
 use crate::stats::LastRun;
 use crate::sync::Arc;
 use std::ops::ControlFlow;

@@ -8,7 +8,9 @@
 //! user trigger; `Once` for one-shots) plus [`Limits`] (`max_lateness`, `max_runs`,
 //! `on_panic`) that the task applies after each run (`task/periodic.rs`). `Schedule` is
 //! the crate's one description of when a task runs: the task keeps it, the worker names
-//! it in the `task` span, and [`Schedule::next`] computes the next deadline.
+//! it in the `task` span, and [`Schedule::first`] and [`Schedule::next`] compute the
+//! first and the next deadline. (The task that runs on such a schedule is
+//! `task/periodic.rs`; this file is its spec.)
 //!
 //! A fixed-rate run has *missed* ticks when it starts a whole period or more after its
 //! deadline (the next tick was already due). Only then do the policies differ; a run late

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::clock::{Clock, ManualClock};
-use crate::periodic::{Limits, Schedule};
 use crate::pool::Shared;
+use crate::schedule::{Limits, Schedule};
 use crate::sync::{thread, Arc};
 use crate::task::{state::State, OnceTask, PeriodicTask, Plain, RunEnv, TaskRef};
 
@@ -36,7 +36,7 @@ impl Drop for DropCount {
 /// An executor on a `ManualClock` whose only worker is played by a model thread (no
 /// thread starts), and its core.
 fn pool_with_model_worker() -> (crate::ScheduledThreadPoolExecutor, Arc<Shared>) {
-    crate::loom_pool::pool(Builder::new())
+    crate::pool::loom::pool(Builder::new())
 }
 
 /// T1–T3: a one-shot is either run or cancelled, never both; its closure is dropped exactly
