@@ -1,5 +1,5 @@
 //! [`DelayQueue<T>`] and [`DelayKey`]: Java's `DelayQueue`, indexed, as a thin layer over
-//! the public queues' blocking queue (`queue/mod.rs`) and heap (`queue/heap.rs`); the
+//! the public queues' blocking queue (`queue/blocking.rs`) and heap (`queue/heap.rs`); the
 //! executor's own queue is the sharded one (`queue/sharded.rs`).
 //!
 //! # Design

@@ -1,5 +1,5 @@
 //! [`PriorityBlockingQueue<T>`] and [`PriorityKey`]: Java's `PriorityBlockingQueue`,
-//! indexed, as a thin layer over `queue/mod.rs` and `queue/heap.rs`.
+//! indexed, as a thin layer over `queue/blocking.rs` and `queue/heap.rs`.
 //!
 //! # Design
 //! Every entry is due at tick 0, so the blocking queue's leader/follower wait degenerates

@@ -1,5 +1,5 @@
 //! `Store`: the heap and the ready lane side by side. No locks, no clock, no waiting: the
-//! blocking queue (`queue/mod.rs`) keeps one store under its lock, the sharded queue
+//! blocking queue (`queue/blocking.rs`) keeps one store under its lock, the sharded queue
 //! (`sharded.rs`) one per shard. Each mutation says whether the head may have changed, so
 //! the owner decides whom to wake (I5 in `queue/mod.rs`).
 //!

@@ -1,5 +1,5 @@
 //! The leader/follower waiting protocol, once for both queues: the blocking queue of the
-//! public queues (`queue/mod.rs`) and the executor's sharded queue (`sharded.rs`). Java
+//! public queues (`queue/blocking.rs`) and the executor's sharded queue (`sharded.rs`). Java
 //! keeps it in `DelayedWorkQueue.take`/`poll`; tokio and rayon keep theirs in one module
 //! too (`park.rs`, `sleep/`).
 //!

@@ -1,7 +1,8 @@
-//! Unit tests of the blocking queue (`queue/mod.rs`).
+//! Unit tests of the blocking queue (`queue/blocking.rs`).
 
 use super::*;
 use crate::clock::{add, ManualClock};
+use crate::queue::TimedEntry;
 use crate::sync::Arc;
 use std::time::Duration;
 
