@@ -1,0 +1,241 @@
+//! What a run sees and what it runs: the environment a worker (or a caller's thread) runs
+//! a task in ([`RunEnv`], [`RunCx`]), what a run may ask of its pool ([`Host`]), the
+//! bodies a task holds ([`OnceBody`], [`PeriodicBody`], [`Plain`], the submitter's span
+//! link [`Linked`]), a task's name ([`Label`]), and what a run reports ([`RunReport`]).
+
+use crate::clock::{Clock, Ticks};
+use crate::stats::Counters;
+use crate::sync::Arc;
+
+use super::{sleepers, Header, Job, TaskRef};
+
+/// What a worker learns from one run.
+#[derive(Debug)]
+pub(crate) struct RunReport {
+    /// The closure ran (false: the task was cancelled before it could start, or skipped).
+    pub(crate) ran: bool,
+    /// The run was skipped for `max_lateness`.
+    pub(crate) skipped: bool,
+    /// The run panicked; the message, for tracing.
+    pub(crate) panic: Option<String>,
+    /// Periodic and still SCHEDULED: re-enqueue at this deadline.
+    pub(crate) next: Option<Ticks>,
+}
+
+impl RunReport {
+    pub(super) const NOT_RUN: RunReport = RunReport {
+        ran: false,
+        skipped: false,
+        panic: None,
+        next: None,
+    };
+}
+
+/// What a run gets from whoever runs it.
+pub(crate) struct RunEnv<'a> {
+    /// When the run was taken (the worker's take, or the clock's reading for a run on the
+    /// caller's thread).
+    pub(crate) now: Ticks,
+    pub(crate) clock: &'a Clock,
+    /// The pool's counters, counted before the future completes (so a caller that saw the
+    /// outcome sees the run counted); `None` where runs are not counted.
+    pub(crate) counters: Option<&'a Counters>,
+    /// The task as the queue holds it (for a task context's cancel handle); `None` in
+    /// unit tests that run a bare task.
+    pub(crate) job: Option<&'a TaskRef>,
+    /// The pool that runs it, as far as a run may see it ([`Host`]: the task context,
+    /// `context.rs`, and the exclusive runs, `cluster/run.rs`, use it).
+    pub(crate) pool: Option<&'a dyn Host>,
+    /// The run is on one of the pool's workers (not a `CallerRuns` run or a
+    /// `PendingTask::run` on the caller's thread): `shutdown_now` asks it to stop.
+    pub(crate) on_worker: bool,
+}
+
+/// What a run, and a task's handles, may ask of the pool that holds it: the seam between
+/// the task layer and the pool (tokio's `task::Schedule`), implemented by the pool's
+/// `Arc<Shared>` and its `Stripe`s (`pool/host.rs`). The closure adaptors (`context.rs`)
+/// and the handles (`future.rs`: a future holds its pool as an `Arc<dyn Host>`, one of
+/// the stripes) reach the pool only through it.
+pub(crate) trait Host: Send + Sync {
+    /// The pool's name, for traces.
+    fn name(&self) -> &str;
+    /// `shutdown_now` has begun: a run on a worker is asked to stop.
+    fn is_stopping(&self) -> bool;
+    /// The runs asleep in `TaskContext::sleep` (S1, `sleepers.rs`).
+    fn sleepers(&self) -> &sleepers::Sleepers;
+    /// A handle that cancels, interrupts or reschedules `job` through this pool.
+    fn cancel_handle(&self, job: &TaskRef) -> crate::CancelHandle;
+    /// The pool's clock.
+    fn clock(&self) -> &Clock;
+    /// Cancels `job` (`ScheduledFuture::cancel`); with `interrupt`, a running one-shot
+    /// too (`ScheduledFuture::interrupt`). `true` if this call cancelled it.
+    fn cancel(&self, job: &dyn Job, interrupt: bool) -> bool;
+    /// Moves `job`'s next run to `at` (`ScheduledFuture::reschedule`); `now`, a reading
+    /// of the pool's clock the caller made for `at`, stamps the move's sequence number
+    /// (`None`: the queue reads the clock).
+    fn reschedule(&self, job: &dyn Job, at: Ticks, now: Option<Ticks>) -> bool;
+    /// `job`'s deadline, in its queue node or its header (T4).
+    fn deadline_of(&self, job: &dyn Job) -> Ticks;
+    /// Runs `job` once on this thread and then ends it (`PendingTask::run`).
+    fn run_here(&self, job: &TaskRef);
+}
+
+/// What a task's closure is called with: the environment, and this run's facts.
+pub(crate) struct RunCx<'a> {
+    pub(crate) env: &'a RunEnv<'a>,
+    pub(crate) header: &'a Header,
+    /// This run's deadline.
+    pub(crate) deadline: Ticks,
+    /// Runs so far, this one included.
+    pub(crate) runs: u64,
+    /// The task's name (`Periodic::name`), for the closure's own logs.
+    pub(crate) task_name: Option<&'a str>,
+    /// The cluster lease this run holds (an exclusive task, `cluster/run.rs`).
+    pub(crate) lease: Option<&'a crate::cluster::Lease>,
+}
+
+/// A one-shot's closure as its task calls it: a plain closure ([`Plain`]), or one that
+/// takes a task context (`context.rs`).
+pub(crate) trait OnceBody<T>: Send + 'static {
+    fn call(self, cx: &RunCx<'_>) -> T;
+}
+
+/// A periodic task's closure as its task calls it; it says what comes next.
+pub(crate) trait PeriodicBody: Send + 'static {
+    /// What the task's future yields when the task ends by itself (its rule or trigger
+    /// ended, `max_runs`, or the closure said stop): `()`, or a fallible task's verdict.
+    type Output: Send + 'static;
+
+    fn call(&mut self, cx: &RunCx<'_>) -> Step;
+
+    /// The output, once the task ends by itself.
+    fn output(&mut self) -> Self::Output;
+
+    /// `true` if the last call failed (a fallible closure's error).
+    fn last_failed(&self) -> bool {
+        false
+    }
+}
+
+/// What a periodic run says comes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The schedule's rule decides.
+    Continue,
+    /// The next run is due at this time.
+    At(Ticks),
+    /// No more runs: the future completes with `Ok(())`.
+    Stop,
+    /// The closure declined this run without running (its cluster lock is held elsewhere
+    /// or unreachable, `cluster/run.rs`): not counted as a run (`runs`, `max_runs`, the
+    /// completed count); the schedule goes on as after a `max_lateness` skip.
+    Skip(Declined),
+}
+
+/// Why a closure declined a run ([`Step::Skip`]), as `TaskInfo::last_run` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Declined {
+    /// Another node holds the cluster lock.
+    LockHeld,
+    /// The cluster lock's store could not be asked.
+    LockFailed,
+}
+
+/// A closure that takes no context.
+pub(crate) struct Plain<F>(pub(crate) F);
+
+impl<F: FnOnce() -> T + Send + 'static, T> OnceBody<T> for Plain<F> {
+    #[inline]
+    fn call(self, _: &RunCx<'_>) -> T {
+        (self.0)()
+    }
+}
+
+impl<F: FnMut() + Send + 'static> PeriodicBody for Plain<F> {
+    type Output = ();
+
+    #[inline]
+    fn call(&mut self, _: &RunCx<'_>) -> Step {
+        (self.0)();
+        Step::Continue
+    }
+
+    fn output(&mut self) {}
+}
+
+/// A one-shot's name (`ScheduledThreadPoolExecutor::named`), kept by its task for spans,
+/// panic logs and snapshots: `()` for an unnamed one-shot, which so pays nothing for it.
+pub(crate) trait Label: Send + Sync + 'static {
+    fn get(&self) -> Option<&str>;
+}
+
+impl Label for () {
+    #[inline]
+    fn get(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl Label for Arc<str> {
+    #[inline]
+    fn get(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+/// A one-shot's closure submitted inside a span: the task's `task` span is linked to
+/// that span (`follows_from`) when it runs (a periodic task's link is in
+/// `context.rs`'s `Guarded`, with what else its spec adds around a run). It is chosen at submission only when such a link can be
+/// recorded (`submitter_span`), so a task submitted without tracing pays nothing for it.
+///
+/// The submitter's span is held (kept open) until the closure is dropped: after a
+/// one-shot's run or at its cancel, when a periodic task ends. A span id alone could be
+/// reused by the subscriber once the span closed, and the link would then point at
+/// another span.
+pub(crate) struct Linked<B> {
+    pub(crate) body: B,
+    pub(crate) parent: tracing::Span,
+}
+
+/// Links the span this run is in (the worker's `task` span) to `parent`, the span the
+/// task was submitted in.
+#[inline]
+pub(crate) fn link_to(parent: &tracing::Span) {
+    let current = tracing::Span::current();
+    if current
+        .metadata()
+        .is_some_and(|m| m.target() == "schedpool" && m.name() == "task")
+    {
+        current.follows_from(parent);
+    }
+}
+
+impl<B: OnceBody<T>, T> OnceBody<T> for Linked<B> {
+    #[inline]
+    fn call(self, cx: &RunCx<'_>) -> T {
+        link_to(&self.parent);
+        self.body.call(cx)
+    }
+}
+
+/// The span a task submitted now should be linked to: the caller's current span, if the
+/// task's `task` span could be recorded at all (`None` costs a level check when tracing
+/// is off). Always inlined: the check is a few instructions, a call costs more.
+#[inline(always)]
+pub(crate) fn submitter_span() -> Option<tracing::Span> {
+    if !tracing::span_enabled!(target: "schedpool", tracing::Level::TRACE) {
+        return None;
+    }
+    let current = tracing::Span::current();
+    (!current.is_none()).then_some(current)
+}
+
+/// Counts a finished run (and its panic) before its outcome is published.
+pub(super) fn count_run(counters: Option<&Counters>, panicked: bool) {
+    if let Some(c) = counters {
+        crate::stats::bump(&c.completed);
+        if panicked {
+            crate::stats::bump(&c.panicked);
+        }
+    }
+}
