@@ -146,11 +146,13 @@ impl Shared {
         self.handles.fetch_sub(1, Ordering::AcqRel) == 1
     }
 
+    #[inline]
     pub(crate) fn is_shutdown(&self) -> bool {
         !self.control.load().is_running()
     }
 
     /// `shutdown_now` was called: running tasks are asked to stop (`TaskContext::is_cancelled`).
+    #[inline]
     pub(crate) fn is_stopping(&self) -> bool {
         self.control.load().run_state() == RunState::Stop
     }
@@ -168,10 +170,12 @@ impl Shared {
     }
 
     /// A policy flag's value. Relaxed: a setting (E4).
+    #[inline]
     pub(crate) fn policy(&self, policy: Policy) -> bool {
         self.flag(policy).load(Ordering::Relaxed)
     }
 
+    #[inline]
     pub(super) fn flag(&self, policy: Policy) -> &AtomicBool {
         match policy {
             Policy::ContinuePeriodic => &self.continue_periodic,
@@ -186,6 +190,7 @@ impl Shared {
         self.config.pool_name()
     }
 
+    #[inline]
     pub(crate) fn clock(&self) -> &Clock {
         self.queue.clock()
     }

@@ -26,6 +26,7 @@ impl Shared {
     /// Builds and submits a one-shot task named `name` (`()`: unnamed) with the body the
     /// handle chose (the closure, linked to the submitter's span or not); `now` as for
     /// [`submit`](Self::submit).
+    #[inline]
     pub(crate) fn schedule_once<B, T, N>(
         self: &Arc<Self>,
         deadline: Ticks,
@@ -146,6 +147,7 @@ impl Shared {
     /// task is due and may take the ready lane (`queue/lane.rs`). Returns the shard's [`PoolRef`] for the task's future when
     /// it was queued and `future` says the caller makes a future (`None` when a policy
     /// took it, or the pool was being dropped).
+    #[inline]
     pub(crate) fn submit(
         self: &Arc<Self>,
         job: TaskRef,
