@@ -24,6 +24,8 @@
 //! | `rearm` | `fut.reschedule(Instant::now() + 1 h)` of each pending task, in a fixed-seed shuffled order (a server's idle timeouts pushed back) | `schedule_perm` |
 //! | `rearm_after` | `fut.reschedule_after(1 h)`, the same walk: one clock reading for the deadline and the sequence number | `schedule_perm` |
 //! | `take_run` | the worker takes, runs and completes one task | `schedule_manual` |
+//! | `schedule_spread` | `schedule_manual`, from 64 threads in turn (a share each), so every shard holds entries | — |
+//! | `take_run_spread` | `take_run` of those tasks: every take scans every shard's head (the worst case of the head scan, `queue/sharded/heads.rs`) | `schedule_spread` |
 //! | `get` | `fut.get()` on a finished future (and its drop) | `take_run` |
 //! | `lock` | `parking_lot::Mutex` lock + unlock (a yardstick) | — |
 //! | `now` | `Instant::now()` (a yardstick) | — |
@@ -369,6 +371,65 @@ fn op_rearm_after(n: usize) {
     exit();
 }
 
+/// The threads `spread_n` submits from: one per shard of the largest queue (threads are
+/// given shards round-robin as they first submit).
+const SPREAD: usize = 64;
+
+/// `n` tasks due just after `SOON`, scheduled from [`SPREAD`] threads in turn (a share
+/// each), then the signalling last task from this thread. Task `j` of thread `i` is due
+/// `j * SPREAD + i` ns after `SOON`: no two deadlines tie (a tie across shards is decided
+/// under every shard's lock, another path), and consecutive takes pop from different
+/// shards, so every take changes the shard that holds the earliest head.
+fn spread_with_signal(
+    pool: &ScheduledThreadPoolExecutor,
+    n: usize,
+) -> (Vec<Futures>, mpsc::Receiver<()>) {
+    let (tx, rx) = mpsc::channel();
+    let futs = std::thread::scope(|s| {
+        (0..SPREAD)
+            .map(|i| {
+                let share = n / SPREAD + usize::from(i < n % SPREAD);
+                s.spawn(move || {
+                    (0..share)
+                        .map(|j| {
+                            let at = SOON + Duration::from_nanos((j * SPREAD + i) as u64);
+                            pool.schedule(at, || ()).expect("accepted")
+                        })
+                        .collect()
+                })
+                .join()
+                .expect("scheduled")
+            })
+            .collect()
+    });
+    pool.schedule(SOON + SPREAD_SPAN, move || tx.send(()).expect("main waits"))
+        .expect("accepted");
+    (futs, rx)
+}
+
+/// Past every deadline [`spread_with_signal`] sets (at most 2^20 tasks per thread).
+const SPREAD_SPAN: Duration = Duration::from_millis(100);
+
+fn op_schedule_spread(n: usize) {
+    let (pool, clock) = manual_pool();
+    let s = Section::begin();
+    let (futs, _rx) = spread_with_signal(&pool, n);
+    s.end("schedule_spread", n);
+    black_box((&clock, &futs));
+    exit();
+}
+
+fn op_take_run_spread(n: usize) {
+    let (pool, clock) = manual_pool();
+    let (futs, rx) = spread_with_signal(&pool, n);
+    let s = Section::begin();
+    clock.advance(SOON + SPREAD_SPAN);
+    rx.recv().expect("the last task ran");
+    s.end("take_run_spread", n);
+    black_box(&futs);
+    exit();
+}
+
 fn op_take_run(n: usize) {
     let (_pool, clock, futs, rx) = manual_with_signal(n);
     let s = Section::begin();
@@ -519,6 +580,8 @@ const OPS: &[Op] = &[
     ("rearm", op_rearm),
     ("rearm_after", op_rearm_after),
     ("take_run", op_take_run),
+    ("schedule_spread", op_schedule_spread),
+    ("take_run_spread", op_take_run_spread),
     ("submit_due", op_submit_due),
     ("take_run_due", op_take_run_due),
     ("get", op_get),

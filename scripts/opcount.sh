@@ -52,6 +52,8 @@ table=(
     rearm_after:schedule_perm
     schedule_manual:-
     take_run:schedule_manual
+    schedule_spread:-
+    take_run_spread:schedule_spread
     submit_due:-
     take_run_due:submit_due
     get:take_run

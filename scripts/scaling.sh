@@ -5,7 +5,9 @@
 # For each count K (workers = shards = K, default 2 8 16 64):
 # - per operation, from `scripts/opcount.sh` with OPCOUNT_SHARDS=K OPCOUNT_WORKERS=K:
 #   instructions and atomic RMWs of `schedule`, `pair` (schedule + cancel + drop: W4's
-#   iteration), `take_run` and `take_run_due` (a worker's take and run);
+#   iteration), `take_run` (a worker's take and run, one shard holding entries) and
+#   `take_run_spread` (the same with every shard holding entries: the head scan's worst
+#   case);
 # - per due task, for W2, W4 and W6 of the comparison binary (`benches/compare`, quick
 #   sizes) on schedpool and scheduled-thread-pool with K workers: wake-ups sent
 #   (`sched:sched_waking`, counted in the waker) and context switches (`perf stat`), and futex calls
@@ -17,7 +19,7 @@
 # its default (one per CPU) and the same table shows the real thing.
 #
 # Env:   SCALING_COUNTS (default "2 8 16 64"), SCALING_SHARDS (K, the default, or auto),
-#        SCALING_OPS (default "schedule pair take_run take_run_due"),
+#        SCALING_OPS (default "schedule pair take_run take_run_spread"),
 #        OPCOUNT_N (passed on; default here 20000)
 # Needs: valgrind, perf (with the sched tracepoints: root, or perf_event_paranoid <= -1),
 #        strace.
@@ -31,7 +33,7 @@ for tool in valgrind perf strace awk; do
 done
 
 counts="${SCALING_COUNTS:-2 8 16 64}"
-ops="${SCALING_OPS:-schedule pair take_run take_run_due}"
+ops="${SCALING_OPS:-schedule pair take_run take_run_spread}"
 shards_mode="${SCALING_SHARDS:-K}"
 export OPCOUNT_N="${OPCOUNT_N:-20000}"
 

@@ -1,8 +1,10 @@
 //! loom models of the sharded queue's protocols (`queue/sharded.rs`): Q1 (a push into one
 //! shard against a taker about to wait on another shard's head, or on an empty queue),
 //! Q3 (FIFO across shards while a taker scans),
-//! the hand-on of Q5 (after a take, and after a leader gives up), E3's wake-up when two threads empty the last two shards, and Q4's
-//! count of takes against `wait_idle`.
+//! the hand-on of Q5 (after a take, and after a leader gives up), E3's wake-up when two
+//! threads empty the last two shards, Q4's count of takes against `wait_idle`, and Q7
+//! (the groups' minima: a push into another group against a leader going to sleep, two
+//! shards of one group changing at once, FIFO across groups).
 //!
 //! Every queue runs on a `ManualClock`: a leader waits without a timeout, so a lost
 //! wake-up is a deadlock, which loom reports. The deliberate breaks that make each model
@@ -21,10 +23,19 @@ type Q = ShardedQueue<Entry, ()>;
 const MS: Ticks = 1_000_000;
 
 fn queue() -> (ManualClock, Arc<Q>) {
+    queue_of(2)
+}
+
+/// A queue of four shards: two groups of two under loom (Q7, `sharded/heads.rs`).
+fn grouped() -> (ManualClock, Arc<Q>) {
+    queue_of(4)
+}
+
+fn queue_of(shards: usize) -> (ManualClock, Arc<Q>) {
     let clock = ManualClock::new();
     let q = Arc::new(Q::new(
         Clock::Manual(clock.clone()),
-        2,
+        shards,
         SpinPolicy::Adaptive,
         Duration::ZERO,
         || (),
@@ -139,17 +150,21 @@ fn loom_two_removals_emptying_the_last_shards_wake_the_taker() {
 }
 
 /// Q3: two due entries with equal deadlines pushed one after the other into two shards,
-/// while a taker is looking: the taker gets the first one (FIFO across shards). Without
-/// the re-scan under the popped shard's lock it could see only the second shard's head.
+/// while a taker is looking: the taker gets the first one (FIFO across shards). The
+/// second goes into a shard that already holds a later entry, so its bit in the
+/// non-empty mask (Q6) was set before the taker looked: without the re-scan under the
+/// popped shard's lock the taker can read the mask before the first push and the second
+/// shard's head after the second.
 #[test]
 fn loom_fifo_across_shards_while_a_taker_scans() {
     loom::model(|| {
         let (_clock, q) = queue();
+        offer(&q, 1, 100, 3);
         let taker = spawn_taker(&q);
         offer(&q, 0, 0, 1);
         offer(&q, 1, 0, 2);
         assert_eq!(taker.join().unwrap(), 1, "FIFO among equal deadlines");
-        assert_eq!(q.len(), 1);
+        assert_eq!(q.len(), 2);
     });
 }
 
@@ -216,5 +231,68 @@ fn loom_finished_vs_wait_idle() {
         assert!(q.wait_idle(None), "idle once the take finished");
         finisher.join().unwrap();
         assert_eq!(q.active(), 0);
+    });
+}
+
+/// Q7 with Q1: a due entry pushed into shard 2 (the second group) while a taker leads for
+/// a later head in shard 0 (the first) wakes it. The producer refreshes its group's
+/// minimum before it reads `wake_at`; refreshed after, the taker can find the old
+/// minimum in its re-scan while the producer finds no one to wake, and sleeps forever.
+#[test]
+fn loom_push_into_another_group_vs_the_leader_going_to_sleep() {
+    loom::model(|| {
+        let (_clock, q) = grouped();
+        offer(&q, 0, 100, 1);
+        let taker = spawn_taker(&q);
+        offer(&q, 2, 0, 2);
+        assert_eq!(
+            taker.join().unwrap(),
+            2,
+            "the due entry, not the later head"
+        );
+        assert_eq!(q.len(), 1);
+    });
+}
+
+/// Q7's lock: shards 0 and 1 (one group) change at once, one emptied and one given a due
+/// head, while a taker leads for a later head in shard 2 (the other group). Each refresh
+/// reads both heads under the group's lock, so the last one sees both changes; computed
+/// without the lock, the emptying refresh can read shard 1 before its push and store its
+/// stale minimum last, and the taker, woken, finds the group empty and sleeps again.
+#[test]
+fn loom_two_shards_of_one_group_change_at_once() {
+    loom::model(|| {
+        let (_clock, q) = grouped();
+        let a = offer(&q, 0, 50, 1);
+        offer(&q, 2, 100, 2);
+        let taker = spawn_taker(&q);
+        let remover = {
+            let q = q.clone();
+            thread::spawn(move || assert!(q.lock(0).remove_tracked(&a.1).is_some()))
+        };
+        offer(&q, 1, 0, 3);
+        remover.join().unwrap();
+        assert_eq!(
+            taker.join().unwrap(),
+            3,
+            "the due entry of the changed group"
+        );
+    });
+}
+
+/// Q3 across groups: equal deadlines pushed one after the other into shard 0 and shard 2
+/// (two groups, shard 2 already holding a later entry) while a taker looks: the taker
+/// gets the first, found by the re-scan of the other groups' minima under the popped
+/// shard's lock.
+#[test]
+fn loom_fifo_across_groups_while_a_taker_scans() {
+    loom::model(|| {
+        let (_clock, q) = grouped();
+        offer(&q, 2, 100, 3);
+        let taker = spawn_taker(&q);
+        offer(&q, 0, 0, 1);
+        offer(&q, 2, 0, 2);
+        assert_eq!(taker.join().unwrap(), 1, "FIFO among equal deadlines");
+        assert_eq!(q.len(), 2);
     });
 }

@@ -12,7 +12,8 @@
 //!   lock that shard, so its `Position` always belongs to one lock (T4 in `task/mod.rs`).
 //! - Every shard publishes its head's deadline in an atomic (`Shard::head`, written by the
 //!   lock holder when a [`ShardGuard`] is dropped). A taker scans the heads without a
-//!   lock, locks the shard with the earliest one, checks under that lock that no other
+//!   lock (with more than eight shards, through each group's least head: `heads.rs`),
+//!   locks the shard with the earliest one, checks under that lock that no other
 //!   shard's head is earlier (a re-scan: an entry queued before the take started is seen,
 //!   Q2) and pops. Equal deadlines in two shards are decided under all their locks by
 //!   `(deadline, seq)`, then by shard number (Q3).
@@ -38,7 +39,8 @@
 //!   `stats`, a worker's exit, `wait_idle`) lock every shard in index order
 //!   ([`AllShards`]).
 //!
-//! Lock order: the coordinator before any shard; shards in index order. A
+//! Lock order: the coordinator before any shard; shards in index order; a group's lock
+//! (Q7) is a leaf. A
 //! [`ShardGuard`] never takes the coordinator while its shard is locked: the wake-ups it
 //! owes are sent from its `Drop`, after the shard's mutex is released.
 //!
@@ -71,8 +73,12 @@
 //!   head and before the unlock. So every scan (the take's pick and Q3's re-scan, the
 //!   emptiness hint) reads only the shards the mask names, and everything Q1 and Q3
 //!   order through a shard's head (the RMWs on `wake_at`, a shard lock's hand-over)
-//!   orders the bit too: the cost of a scan grows with the shards that hold entries, not
-//!   with the shard count (`docs/BENCHMARKS.md`, "Many workers, by simulation").
+//!   orders the bit too.
+//! - Q7 (`heads.rs`): with more than eight shards, each group of eight publishes its
+//!   least head, refreshed under the group's lock after a head change and before the
+//!   wake-up it owes; scans read the minima and then one group's heads, so a take's cost
+//!   grows with the logarithm of the shard count (`docs/BENCHMARKS.md`, "Many workers,
+//!   by simulation").
 //! - Q5: W1–W4 of `waiters.rs` hold on the coordinator: at most one leader, who clears
 //!   its lead itself, and every exit of a take (an element, a timeout, a stop condition)
 //!   goes through a [`Leaving`] guard that, with a head left, followers waiting and no
@@ -97,6 +103,7 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
+use self::heads::Group;
 use super::heap::InEntry;
 use super::store::Store;
 use super::waiters::{HandOn, Leaving, Signals, Taker, Waiters};
@@ -158,6 +165,8 @@ pub(crate) struct ShardedQueue<E: Tracked, X> {
     wake_at: CachePadded<AtomicU64>,
     /// Bit `i` set iff shard `i` publishes a head (Q6): scans read only those shards.
     nonempty: CachePadded<AtomicU64>,
+    /// With more than `heads::FANOUT` shards, each group's least head (Q7); else empty.
+    groups: Box<[CachePadded<Group>]>,
     /// Next FIFO stamp on a `ManualClock` (Q3; the real clock stamps with its readings).
     seq: CachePadded<AtomicU64>,
     /// Takes not yet finished (Q4). Padded: every take and every finish writes it, and
@@ -247,6 +256,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             idle_cv: Condvar::new(),
             wake_at: CachePadded::new(AtomicU64::new(0)),
             nonempty: CachePadded::new(AtomicU64::new(0)),
+            groups: heads::groups(n),
             seq: CachePadded::new(AtomicU64::new(0)),
             active: CachePadded::new(AtomicUsize::new(0)),
             idle_waiters: AtomicUsize::new(0),
@@ -329,36 +339,6 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         self.lock_all().len()
     }
 
-    /// The shards that publish a head, as a bit set (Q6). Acquire: pairs with the lock
-    /// holder's RMW, so the heads of the shards it names are read as published (a hint).
-    #[inline]
-    fn nonempty(&self) -> u64 {
-        self.nonempty.load(Ordering::Acquire)
-    }
-
-    /// The earliest published head and its shard, and whether another shard ties with it.
-    /// Reads only the heads of the shards [`nonempty`](Self::nonempty) names.
-    #[inline]
-    fn scan(&self) -> (Ticks, usize, bool) {
-        let (mut best, mut at, mut tie) = (EMPTY, 0, false);
-        for i in Bits(self.nonempty()) {
-            // Acquire: pairs with the lock holder's Release store (a hint, Q2).
-            let d = self.shards[i].head.load(Ordering::Acquire);
-            if d < best {
-                (best, at, tie) = (d, i, false);
-            } else if d == best && d != EMPTY {
-                tie = true;
-            }
-        }
-        (best, at, tie)
-    }
-
-    /// `true` if no shard publishes a head (a hint: the locks decide). One load (Q6).
-    #[inline]
-    pub(crate) fn is_empty_hint(&self) -> bool {
-        self.nonempty() == 0
-    }
-
     /// As [`is_empty_hint`](Self::is_empty_hint), ordered after every shard-emptying
     /// critical section that this thread's own preceded or that read this call's RMW, so
     /// of two threads that each empty a shard and then ask, at least one sees both empty
@@ -414,13 +394,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             // Q3: re-scan the others under this lock (an entry queued in another shard
             // after the scan but before this lock was taken may come first: the model
             // `loom_fifo_across_shards_while_a_taker_scans`).
-            let mut tied = false;
-            let mut earlier = false;
-            for i in Bits(self.nonempty() & !(1 << at)) {
-                let d = self.shards[i].head.load(Ordering::Acquire);
-                earlier |= d < head;
-                tied |= d == head;
-            }
+            let (earlier, tied) = self.others_before(at, head);
             if earlier {
                 continue;
             }
@@ -735,23 +709,6 @@ impl<E: Timed + Tracked, X> ShardGuard<'_, E, X> {
     }
 }
 
-/// The set bits of a shard mask, lowest first.
-struct Bits(u64);
-
-impl Iterator for Bits {
-    type Item = usize;
-
-    #[inline]
-    fn next(&mut self) -> Option<usize> {
-        if self.0 == 0 {
-            return None;
-        }
-        let i = self.0.trailing_zeros() as usize;
-        self.0 &= self.0 - 1;
-        Some(i)
-    }
-}
-
 /// A wake-up a released shard still owes (sent with no shard locked).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Owed {
@@ -789,6 +746,9 @@ impl<E: Timed + Tracked, X> ShardGuard<'_, E, X> {
             }
         }
         drop(state);
+        if new != old {
+            self.queue.refresh_group(self.index); // Q7, before the wake-up is sent
+        }
         if new < old {
             Owed::EarlierHead(new)
         } else if new > old {
@@ -905,6 +865,8 @@ impl<'a, E: Timed + Tracked, X> AllShards<'a, E, X> {
         keyed.into_iter().map(|(_, e)| e).collect()
     }
 }
+
+mod heads;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

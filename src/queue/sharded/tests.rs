@@ -149,6 +149,110 @@ fn real_clock_leader_wakes_at_the_deadline() {
     assert!(q.clock().now() >= at, "never early");
 }
 
+/// The real clock and real threads across 64 shards in eight groups: four producers push
+/// entries a few hundred microseconds ahead into every shard while four takers take them
+/// and a remover takes some back; every entry is taken or removed exactly once, and a
+/// take that times out leaves no entry queued that was due before it started. (The
+/// order and the groups' minima are checked exactly by
+/// `grouped_shards_match_a_sorted_model` and the loom models; a lagging minimum that
+/// only delays a take does not fail this test.)
+#[test]
+fn sixty_four_shards_lose_nothing_under_producers_and_takers() {
+    use std::collections::HashSet;
+    use std::sync::Mutex as StdMutex;
+    const PER: u32 = 2_000;
+    let q = Arc::new(Q::new(
+        Clock::real(),
+        64,
+        SpinPolicy::Adaptive,
+        Duration::ZERO,
+        || (),
+    ));
+    assert_eq!(q.groups.len(), 8);
+    let taken = Arc::new(StdMutex::new(Vec::new()));
+    let removed = Arc::new(StdMutex::new(Vec::new()));
+    let pending = Arc::new(StdMutex::new(Vec::<(usize, Arc<(u32, Position)>)>::new()));
+    std::thread::scope(|s| {
+        for p in 0..4u32 {
+            let (q, pending) = (&q, &pending);
+            s.spawn(move || {
+                let mut x = 0x9E37_79B9_u64 ^ u64::from(p);
+                for i in 0..PER {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let shard = (x % 64) as usize;
+                    let at = q.clock().deadline_after(Duration::from_micros(x % 500));
+                    let v = offer(q, shard, at, p * PER + i);
+                    if i % 7 == 0 {
+                        pending.lock().unwrap().push((shard, v));
+                    }
+                }
+            });
+        }
+        {
+            let (q, pending, removed) = (&q, &pending, &removed);
+            s.spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while Instant::now() < deadline {
+                    let next = pending.lock().unwrap().pop();
+                    match next {
+                        Some((shard, v)) => {
+                            if q.lock(shard).remove_tracked(&v.1).is_some() {
+                                removed.lock().unwrap().push(v.0);
+                            }
+                        }
+                        None if removed.lock().unwrap().len() > 100 => return,
+                        None => std::thread::yield_now(),
+                    }
+                }
+            });
+        }
+        for _ in 0..4 {
+            let (q, taken, removed) = (&q, &taken, &removed);
+            s.spawn(move || {
+                let give_up = Instant::now() + Duration::from_secs(60);
+                loop {
+                    let done = taken.lock().unwrap().len() + removed.lock().unwrap().len();
+                    if done == (4 * PER) as usize || Instant::now() > give_up {
+                        return;
+                    }
+                    let started = q.clock().now();
+                    let until = Instant::now() + Duration::from_millis(200);
+                    match q.take(Some(until), |_| false) {
+                        Take::Item(e, _) => {
+                            q.finished();
+                            taken.lock().unwrap().push(e.value.0);
+                        }
+                        Take::TimedOut => {
+                            // A timed-out take looked at the heads once more before it
+                            // returned, 200 ms after it started: an entry due before it
+                            // started and still queued now was missed (Q3, Q7).
+                            let all = q.lock_all();
+                            assert!(!all.any_due(started), "a due entry was left queued");
+                        }
+                        other => panic!("unexpected {other:?}"),
+                    }
+                }
+            });
+        }
+    });
+    let taken = taken.lock().unwrap().clone();
+    let removed = removed.lock().unwrap().clone();
+    let all: HashSet<u32> = taken.iter().chain(&removed).copied().collect();
+    assert_eq!(
+        taken.len() + removed.len(),
+        all.len(),
+        "nothing taken twice"
+    );
+    assert_eq!(
+        all.len(),
+        (4 * PER) as usize,
+        "every entry taken or removed"
+    );
+    assert_eq!(q.len(), 0);
+}
+
 #[test]
 fn a_head_that_is_never_due_does_not_look_empty() {
     let (c, q) = manual(2);
@@ -264,13 +368,113 @@ enum Op {
 fn op() -> impl proptest::strategy::Strategy<Value = Op> {
     use proptest::prelude::*;
     prop_oneof![
-        4 => (0..3u64, any::<bool>(), 0..4usize)
+        4 => (0..3u64, any::<bool>(), any::<usize>())
             .prop_map(|(delay, hint, shard)| Op::Push { delay, hint, shard }),
         1 => (0..3u64).prop_map(Op::Advance),
         3 => Just(Op::Poll),
         2 => any::<usize>().prop_map(Op::Remove),
         1 => (any::<usize>(), 0..3u64).prop_map(|(i, d)| Op::Update(i, d)),
     ]
+}
+
+/// The body of the model test with `shards` shards (see below).
+fn matches_a_sorted_model(
+    shards: usize,
+    ops: Vec<Op>,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let (clock, q) = manual(shards);
+    let mut model: Vec<(Ticks, u64, u32)> = Vec::new(); // (deadline, seq, id)
+    let mut issued: Vec<(Arc<(u32, Position)>, usize)> = Vec::new(); // (entry, home)
+    let mut now: Ticks = 0;
+    for op in ops {
+        match op {
+            Op::Push { delay, hint, shard } => {
+                let shard = shard % shards;
+                let id = issued.len() as u32;
+                let value = Arc::new((id, Position::new()));
+                issued.push((value.clone(), shard));
+                let deadline = now + delay * MS;
+                let mut g = q.lock(shard);
+                let seq = g.next_seq(None);
+                let due = hint && delay == 0;
+                g.push_tracked(
+                    TimedEntry {
+                        deadline,
+                        seq,
+                        value,
+                    },
+                    due,
+                );
+                model.push((deadline, seq, id));
+            }
+            Op::Advance(ms) => {
+                clock.advance(Duration::from_millis(ms));
+                now += ms * MS;
+            }
+            Op::Poll => {
+                model.sort();
+                let want = model.first().filter(|m| m.0 <= now).copied();
+                let got = q.pop_due().map(|(e, _)| (e.deadline, e.seq, e.value.0));
+                if got.is_some() {
+                    q.finished();
+                }
+                proptest::prop_assert_eq!(got, want);
+                if want.is_some() {
+                    model.remove(0);
+                }
+            }
+            Op::Remove(i) if !issued.is_empty() => {
+                let (target, home) = issued[i % issued.len()].clone();
+                let got = q.lock(home).remove_tracked(&target.1).map(|e| e.value.0);
+                let at = model.iter().position(|m| m.2 == target.0);
+                proptest::prop_assert_eq!(got, at.map(|k| model[k].2));
+                if let Some(k) = at {
+                    model.remove(k);
+                }
+            }
+            Op::Update(i, delay) if !issued.is_empty() => {
+                let (target, home) = issued[i % issued.len()].clone();
+                let deadline = now + delay * MS;
+                let mut g = q.lock(home);
+                let seq = g.next_seq(None);
+                let moved = g.update_tracked(&target.1, |e| {
+                    e.deadline = deadline;
+                    e.seq = seq;
+                });
+                let at = model.iter().position(|m| m.2 == target.0);
+                proptest::prop_assert_eq!(moved, at.is_some());
+                if let Some(k) = at {
+                    model[k] = (deadline, seq, target.0);
+                }
+            }
+            Op::Remove(_) | Op::Update(..) => {}
+        }
+        let mut all = q.lock_all();
+        for g in all.shards() {
+            g.store().check_invariants();
+            let published = q.shards[g.index()].head.load(Ordering::Relaxed);
+            let head = g
+                .store()
+                .head_deadline()
+                .map_or(EMPTY, |d| d.min(NEVER_DUE));
+            proptest::prop_assert_eq!(published, head);
+        }
+        // Q7: every group's minimum is its least head once no refresh is in flight.
+        for (g, grp) in q.groups.iter().enumerate() {
+            let least = (g * heads::FANOUT..(g + 1) * heads::FANOUT)
+                .map(|i| q.shards[i].head.load(Ordering::Relaxed))
+                .min()
+                .unwrap_or(EMPTY);
+            proptest::prop_assert_eq!(grp.min.load(Ordering::Relaxed), least);
+        }
+        model.sort();
+        proptest::prop_assert_eq!(all.len(), model.len());
+        drop(all);
+        let head = q.scan().0;
+        proptest::prop_assert_eq!(head, model.first().map_or(EMPTY, |m| m.0));
+        proptest::prop_assert_eq!(q.active(), 0);
+    }
+    Ok(())
 }
 
 proptest::proptest! {
@@ -282,85 +486,16 @@ proptest::proptest! {
     fn shards_heaps_and_lanes_match_a_sorted_model(
         ops in proptest::collection::vec(op(), 0..120)
     ) {
-        let (clock, q) = manual(4);
-        let mut model: Vec<(Ticks, u64, u32)> = Vec::new(); // (deadline, seq, id)
-        let mut issued: Vec<(Arc<(u32, Position)>, usize)> = Vec::new(); // (entry, home)
-        let mut now: Ticks = 0;
-        for op in ops {
-            match op {
-                Op::Push { delay, hint, shard } => {
-                    let id = issued.len() as u32;
-                    let value = Arc::new((id, Position::new()));
-                    issued.push((value.clone(), shard));
-                    let deadline = now + delay * MS;
-                    let mut g = q.lock(shard);
-                    let seq = g.next_seq(None);
-                    let due = hint && delay == 0;
-                    g.push_tracked(
-                        TimedEntry { deadline, seq, value },
-                        due,
-                    );
-                    model.push((deadline, seq, id));
-                }
-                Op::Advance(ms) => {
-                    clock.advance(Duration::from_millis(ms));
-                    now += ms * MS;
-                }
-                Op::Poll => {
-                    model.sort();
-                    let want = model.first().filter(|m| m.0 <= now).copied();
-                    let got = q.pop_due().map(|(e, _)| (e.deadline, e.seq, e.value.0));
-                    if got.is_some() {
-                        q.finished();
-                    }
-                    proptest::prop_assert_eq!(got, want);
-                    if want.is_some() {
-                        model.remove(0);
-                    }
-                }
-                Op::Remove(i) if !issued.is_empty() => {
-                    let (target, home) = issued[i % issued.len()].clone();
-                    let got = q.lock(home).remove_tracked(&target.1).map(|e| e.value.0);
-                    let at = model.iter().position(|m| m.2 == target.0);
-                    proptest::prop_assert_eq!(got, at.map(|k| model[k].2));
-                    if let Some(k) = at {
-                        model.remove(k);
-                    }
-                }
-                Op::Update(i, delay) if !issued.is_empty() => {
-                    let (target, home) = issued[i % issued.len()].clone();
-                    let deadline = now + delay * MS;
-                    let mut g = q.lock(home);
-                    let seq = g.next_seq(None);
-                    let moved = g.update_tracked(
-                        &target.1,
-                        |e| {
-                            e.deadline = deadline;
-                            e.seq = seq;
-                        },
-                    );
-                    let at = model.iter().position(|m| m.2 == target.0);
-                    proptest::prop_assert_eq!(moved, at.is_some());
-                    if let Some(k) = at {
-                        model[k] = (deadline, seq, target.0);
-                    }
-                }
-                Op::Remove(_) | Op::Update(..) => {}
-            }
-            let mut all = q.lock_all();
-            for g in all.shards() {
-                g.store().check_invariants();
-                let published = q.shards[g.index()].head.load(Ordering::Relaxed);
-                let head = g.store().head_deadline().map_or(EMPTY, |d| d.min(NEVER_DUE));
-                proptest::prop_assert_eq!(published, head);
-            }
-            model.sort();
-            proptest::prop_assert_eq!(all.len(), model.len());
-            drop(all);
-            let head = q.scan().0;
-            proptest::prop_assert_eq!(head, model.first().map_or(EMPTY, |m| m.0));
-            proptest::prop_assert_eq!(q.active(), 0);
-        }
+        matches_a_sorted_model(4, ops)?;
+    }
+
+    /// The same with 32 shards in four groups: the scans go through the groups' minima,
+    /// and every minimum is its group's least head after each operation (Q7).
+    #[test]
+    fn grouped_shards_match_a_sorted_model(
+        ops in proptest::collection::vec(op(), 0..120)
+    ) {
+        matches_a_sorted_model(32, ops)?;
     }
 }
 
