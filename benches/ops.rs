@@ -19,7 +19,7 @@
 //! | `execute` | `pool.execute(\|\| ())`, its worker busy in a blocker task | — |
 //! | `cancel` | `fut.cancel()` in submission order | `schedule` |
 //! | `cancel_shuffled` | `fut.cancel()` in a fixed-seed shuffled order | `schedule_perm` |
-//! | `pair` | `pool.schedule(1 h, \|\| ())`, `fut.cancel()` and the future's drop, one after the other (W4's and W7's iteration: the heap stays small) | — |
+//! | `pair` | `pool.schedule(1 h, \|\| ())`, `fut.cancel()` and the future's drop, one after the other (workload W4's and W7's iteration: the heap stays small) | — |
 //! | `schedule_perm` | `schedule` + building the shuffled order | — |
 //! | `rearm` | `fut.reschedule(Instant::now() + 1 h)` of each pending task, in a fixed-seed shuffled order (a server's idle timeouts pushed back) | `schedule_perm` |
 //! | `rearm_after` | `fut.reschedule_after(1 h)`, the same walk: one clock reading for the deadline and the sequence number | `schedule_perm` |

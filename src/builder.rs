@@ -192,8 +192,8 @@ impl Builder {
     /// fell due by then, one after another, without sleeping in between; at `p` of 50 µs
     /// or more it never spins (the [`SpinPolicy`] then only governs the idle spin). A
     /// dense schedule thus costs one wake-up per `p` instead of one per deadline: the
-    /// trade-off is measured in `docs/BENCHMARKS.md` (W2 lateness and W5 CPU at 0, 50 µs,
-    /// 1 ms and 10 ms).
+    /// trade-off is measured in `docs/BENCHMARKS.md` (workload W2's lateness and workload
+    /// W5's CPU at 0, 50 µs, 1 ms and 10 ms).
     ///
     /// A task never starts before its deadline, whatever the precision; on a
     /// `ManualClock` the precision changes nothing (a wake-up there is an `advance`).

@@ -4,7 +4,7 @@
 //! # Design
 //! Every entry is due at tick 0, so the blocking queue's leader/follower wait degenerates
 //! to "wait while empty": no consumer ever becomes leader, an offer into an empty queue
-//! wakes one consumer, and a consumer that leaves with elements left wakes the next (W3 in
+//! wakes one consumer, and a consumer that leaves with elements left wakes the next (F3 in
 //! `queue/waiters.rs`). The element itself is the heap key (`Ord`, ties by offer order). Java's
 //! `remove(Object)` is O(n); here `remove(PriorityKey)` is O(log n).
 //!

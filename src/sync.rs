@@ -347,7 +347,7 @@ mod imp {
     /// "later"; returning at once, with a scheduling point before it, lets loom place it
     /// at every point of the other threads' steps, which is what a timeout racing a wake
     /// can do. A model that needs a timed-out waiter's exit (the waiter table's `leave`,
-    /// W2 in `task/waiting.rs`) calls this on that waiter's thread.
+    /// A2 in `task/waiting.rs`) calls this on that waiter's thread.
     pub(crate) fn timeouts_fire() {
         TIMEOUTS_FIRE.with(|t| t.set(true));
     }

@@ -353,12 +353,12 @@ fn with_a_core_size_of_zero_the_idle_thread_is_surplus_and_exits() {
     finish(&pool);
 }
 
-/// W3 of `queue/waiters.rs` on the real clock (what loom, without timeouts, cannot see):
+/// F3 of `queue/waiters.rs` on the real clock (what loom, without timeouts, cannot see):
 /// two core workers on a keep-alive, whose keep-alives end at different times. The task
 /// is due after the first worker's keep-alive ends and before the second's. Without the
 /// hand-on, the first worker led the task, gave up at its keep-alive and left the second
 /// asleep until its own keep-alive ended: the task ran `STAGGER - GAP` late (≈ 180 ms
-/// here). With W4 the first worker does not lead at all, and with W3 its exit wakes the
+/// here). With F4 the first worker does not lead at all, and with F3 its exit wakes the
 /// second, which leads and runs the task on time. The bound is a third of that lateness,
 /// generous for a loaded machine, never a speed target.
 #[test]

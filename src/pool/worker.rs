@@ -2,10 +2,10 @@
 //! when `Shared::next_task` says so. Panic containment and the thread hooks live here.
 //!
 //! # Invariants
-//! - W1: a worker holds its worker slot from its reservation until `next_task` releases
+//! - WK1: a worker holds its worker slot from its reservation until `next_task` releases
 //!   it or, if the loop itself unwinds (a crate bug: user code is contained), until
 //!   [`ExitGuard`] releases it; either way `Shared::worker_exited` runs exactly once.
-//! - W2: user code (task bodies, hooks, destructors of task outputs, the `task` span's
+//! - WK2: user code (task bodies, hooks, destructors of task outputs, the `task` span's
 //!   subscriber) runs with no lock held, inside `catch_unwind` (U1 and U2 of `user.rs`):
 //!   a periodic task cancelled before its re-queue is dropped after the home shard is
 //!   unlocked, and a subscriber that panics at the span costs the span, not the run.
@@ -37,7 +37,7 @@ pub(crate) fn is_worker_of(shared: &Shared) -> bool {
     CURRENT_POOL.with(|p| p.get() == shared as *const Shared as usize)
 }
 
-/// W1: runs `worker_exited` even if the loop unwinds.
+/// WK1: runs `worker_exited` even if the loop unwinds.
 struct ExitGuard {
     shared: Arc<Shared>,
     released: bool,
@@ -93,7 +93,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
     CURRENT_POOL.with(|p| p.set(0));
 }
 
-/// Runs one task taken from the queue at `now` by worker `index` (W2), and records its
+/// Runs one task taken from the queue at `now` by worker `index` (WK2), and records its
 /// lateness (start − deadline). Returns a periodic task's next run, for `next_task` to
 /// re-queue in the same critical section as the next take.
 fn run_task(
@@ -175,7 +175,7 @@ fn run_task(
     match report.next {
         Some(next) => Some((job, next)),
         None => {
-            drop_quietly(job); // may drop the task and an unclaimed output (W2)
+            drop_quietly(job); // may drop the task and an unclaimed output (WK2)
             None
         }
     }
@@ -320,7 +320,7 @@ impl Shared {
                 let all = self.queue.lock_all();
                 if c.is_drained(all.len()) {
                     let released = self.control.release_worker_if(|_| true);
-                    debug_assert!(released, "W1: a worker holds its slot until here");
+                    debug_assert!(released, "WK1: a worker holds its slot until here");
                     return None;
                 }
             }

@@ -359,7 +359,7 @@ impl<E: Timed> Locked<'_, E> {
         timeout: Option<Instant>,
         mut stop: impl FnMut(&State<E>) -> bool,
     ) -> Take<(E, Handle)> {
-        // I2/W3: every way out of this loop, a panicking `stop` included, hands on.
+        // I2/F3: every way out of this loop, a panicking `stop` included, hands on.
         let mut this = Leaving(self);
         let queue = this.queue;
         let mut taker = Taker::new(&queue.clock, timeout);
@@ -395,7 +395,7 @@ impl<E: Timed> Locked<'_, E> {
 }
 
 impl<E: Timed> HandOn for &mut Locked<'_, E> {
-    /// W3 under the queue's one lock, which the guard holds.
+    /// F3 under the queue's one lock, which the guard holds.
     #[inline]
     fn hand_on(&mut self) {
         let has_head = !self.state.is_empty();

@@ -1,5 +1,5 @@
 //! loom models of the blocking queue's wake-up protocol (`queue/mod.rs`: I2, which is
-//! W1–W4 of `queue/waiters.rs`, I5 and I8), of `close` against waiting takers, and of
+//! F1–F4 of `queue/waiters.rs`, I5 and I8), of `close` against waiting takers, and of
 //! `DelayQueue::remove` against `take`.
 //!
 //! loom has no clock: every queue here runs on a `ManualClock`, so a leader waits without
@@ -62,7 +62,7 @@ fn loom_take_vs_offer_of_an_earlier_head() {
     });
 }
 
-/// W3 and I5: two takers and a removal of the head; every remaining element reaches a
+/// F3 and I5: two takers and a removal of the head; every remaining element reaches a
 /// taker (no taker sleeps while a due element exists) and the removed one never does.
 #[test]
 fn loom_two_takers_and_a_remove_of_the_head() {
@@ -120,7 +120,7 @@ fn loom_delay_queue_remove_vs_take() {
     });
 }
 
-/// I2/W3 (`waiters.rs`): a leader that gives up with the head still queued hands the
+/// I2/F3 (`waiters.rs`): a leader that gives up with the head still queued hands the
 /// lead on (the same model as `loom_sharded.rs`'s (beside this file), on the one-lock queue): the quitter's
 /// stop condition turns true once the clock reaches the head's deadline. Without the
 /// hand-on at that exit, the stayer sleeps as a follower forever. Whoever takes the head
@@ -186,7 +186,7 @@ fn loom_close_vs_waiting_takers() {
 }
 
 /// `close` against a taker of `take_until_closed` waiting on an empty queue, where no
-/// hand-on between takers (W3) could reach it: only the close's own wake-up of the
+/// hand-on between takers (F3) could reach it: only the close's own wake-up of the
 /// followers does.
 #[test]
 fn loom_close_vs_a_taker_of_an_empty_queue() {

@@ -168,7 +168,7 @@ fn loom_fifo_across_shards_while_a_taker_scans() {
     });
 }
 
-/// Q5/W3 (`waiters.rs`): a leader that gives up, with the head still queued, hands the
+/// Q5/F3 (`waiters.rs`): a leader that gives up, with the head still queued, hands the
 /// lead on. loom has no clock, so the give-up is explicit: the quitter's stop condition
 /// turns true once the clock reaches the head's deadline, as a keep-alive that ends when
 /// the head falls due. If the quitter leads, the advance wakes only it, it gives up, and

@@ -10,7 +10,7 @@
 //! # Design
 //! One `Mutex<State>` guards the store, the waiting takers' state and the sequence
 //! counter. Waiting is leader/follower, as in Java's `DelayedWorkQueue` and `DelayQueue`:
-//! the protocol (W1–W4: one leader on its own condition variable, a new head reaching a
+//! the protocol (F1–F4: one leader on its own condition variable, a new head reaching a
 //! waiter, the hand-on at every exit of a take, Java's lead rule) is `waiters.rs`'s, shared
 //! with the executor's sharded queue; `blocking.rs`'s `take` loop looks at the head under
 //! the lock and calls it for each wait. How the leader sleeps or spins on the real clock is
@@ -31,8 +31,8 @@
 //!
 //! # Invariants
 //! - I1: heap invariants H1–H3 (`heap.rs`) hold whenever the lock is free.
-//! - I2: W1–W4 of `waiters.rs` hold under this queue's lock: one leader, who clears its
-//!   lead itself; every exit of a take hands the lead on when a head is left (W3).
+//! - I2: F1–F4 of `waiters.rs` hold under this queue's lock: one leader, who clears its
+//!   lead itself; every exit of a take hands the lead on when a head is left (F3).
 //! - I4: no user code runs under the lock (task bodies, element destructors, tracing
 //!   subscribers, an async take's waker: its clone, drop and wake): callers get removed
 //!   entries back and drop them after unlocking, and wakers go through the door of
@@ -41,7 +41,7 @@
 //!   closures of both queues' `peek_with` (`user::under_own_lock`).
 //! - I5: whoever makes a new head (offer, re-key) or removes a head that is not yet due
 //!   (remove by handle, `clear`) signals the leader if there is one, else one follower
-//!   (W2). Taking a *due* head (`poll`, `drain_due`, `pop`, a take) needs no signal: the
+//!   (F2). Taking a *due* head (`poll`, `drain_due`, `pop`, a take) needs no signal: the
 //!   leader waiting for it is already awake or about to be (its timed wait ends at the
 //!   deadline, and on virtual time the advance that made it due signalled it), and it
 //!   re-checks the heap under the lock.
@@ -58,9 +58,9 @@
 //!   exits when no waker is registered (a dropped future takes its own out): on the real
 //!   clock only after lingering `TIMER_LINGER` for a new one, so a consumer loop keeps one
 //!   thread.
-//! - I7: the ready lane (`lane.rs`) holds only entries that were due when queued, in
-//!   order; the head is the earlier of the lane's front and the heap's root, so entries
-//!   leave in exactly the order a heap alone would give (`store.rs`).
+//! - The store under the lock keeps I7 (`store.rs`): its ready lane holds only entries
+//!   that were due when queued, and entries leave in exactly the order a heap alone
+//!   would give.
 //!
 //! # Ordering
 //! The heap, the waiters' state, the sequence counter and the waiting policy's state are

@@ -21,10 +21,11 @@
 //!   clock a shard's next number is the operation's clock reading in nanoseconds (the one
 //!   the deadline was computed from), or one more than the shard's last number if that is
 //!   larger; on a `ManualClock`, whose time stands still, they come from one shared
-//!   counter. A shared counter cost half of W4's throughput (`docs/BENCHMARKS.md`).
-//! - Waiting is leader/follower with the protocol of `waiters.rs` (W1–W4), on the
+//!   counter. A shared counter cost half of workload W4's throughput
+//!   (`docs/BENCHMARKS.md`).
+//! - Waiting is leader/follower with the protocol of `waiters.rs` (F1–F4), on the
 //!   coordinator: the leader sleeps until the earliest head, the followers without a
-//!   timeout (or until their own), and every exit of a take hands on (W3). The coordinator
+//!   timeout (or until their own), and every exit of a take hands on (F3). The coordinator
 //!   publishes in `wake_at` the deadline before which a new head needs a wake-up: the
 //!   leader's deadline, `u64::MAX` when followers wait with no leader, 0 when nobody
 //!   waits. A producer whose push makes an earlier shard head reads `wake_at` and takes
@@ -74,12 +75,12 @@
 //!   emptiness hint) reads only the shards the mask names, and everything Q1 and Q3
 //!   order through a shard's head (the RMWs on `wake_at`, a shard lock's hand-over)
 //!   orders the bit too.
-//! - Q7 (`heads.rs`): with more than eight shards, each group of eight publishes its
-//!   least head, refreshed under the group's lock after a head change and before the
-//!   wake-up it owes; scans read the minima and then one group's heads, so a take's cost
-//!   grows with the logarithm of the shard count (`docs/BENCHMARKS.md`, "Many workers,
-//!   by simulation").
-//! - Q5: W1–W4 of `waiters.rs` hold on the coordinator: at most one leader, who clears
+//! - Above eight shards, Q7 of `heads.rs`: each group of eight publishes its least
+//!   head, refreshed under the group's lock after a head change and before the wake-up
+//!   it owes; scans read the minima and then one group's heads, so a take's cost grows
+//!   with the logarithm of the shard count (`docs/BENCHMARKS.md`, "Many workers, by
+//!   simulation").
+//! - Q5: F1–F4 of `waiters.rs` hold on the coordinator: at most one leader, who clears
 //!   its lead itself, and every exit of a take (an element, a timeout, a stop condition)
 //!   goes through a [`Leaving`] guard that, with a head left, followers waiting and no
 //!   leader, wakes one of them. The guard drops after the coordinator is released, and
@@ -348,7 +349,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         self.is_empty_hint()
     }
 
-    /// Wakes one waiter after a new earliest head (Q1, W2): the leader, or a follower.
+    /// Wakes one waiter after a new earliest head (Q1, F2): the leader, or a follower.
     #[cold]
     fn signal(&self) {
         let c = self.coord();
@@ -449,7 +450,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         timeout: Option<Instant>,
         mut stop: impl FnMut(bool) -> bool,
     ) -> Take<E> {
-        // Q5/W3: every way out of this loop hands on. Declared first, so it drops after the
+        // Q5/F3: every way out of this loop hands on. Declared first, so it drops after the
         // coordinator guard of the iteration that returns (lock order: no coordinator
         // held while it locks one).
         let _leaving = Leaving(self);
@@ -554,7 +555,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
 }
 
 impl<E: Timed + Tracked, X> HandOn for &ShardedQueue<E, X> {
-    /// Q5/W3: with heads left, followers waiting and no leader, one follower must take the
+    /// Q5/F3: with heads left, followers waiting and no leader, one follower must take the
     /// lead. `wake_at == EMPTY` says exactly "followers, no leader" (a hint; the wake-up is
     /// decided under the coordinator). Called with no lock held.
     #[inline]

@@ -13,10 +13,10 @@
 //!   position.
 //!
 //! # Invariants
-//! The heap's H1–H4 (`heap.rs`), the lane's L1–L5 (`lane.rs`), and I7: the lane holds
-//! only entries that were due when queued, in order, and the head is the earlier of the
-//! lane's front and the heap's root, so entries leave in exactly the order a heap alone
-//! would give.
+//! The heap's H1–H4 (`heap.rs`) and the lane's L1–L5 (`lane.rs`) hold, and:
+//! - I7: the lane holds only entries that were due when queued, in order, and the head
+//!   is the earlier of the lane's front and the heap's root, so entries leave in exactly
+//!   the order a heap alone would give.
 //!
 //! # Ordering
 //! A store is always behind its owner's mutex. The cells of [`Position`] and

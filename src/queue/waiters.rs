@@ -31,34 +31,34 @@
 //! (the blocking queue's one lock, the sharded queue's coordinator). A `take` loop looks at
 //! the head under that lock, pops what is due, and otherwise calls [`Taker::wait`] for one
 //! wait; every way out of the loop goes through a [`Leaving`] guard, whose `Drop` hands
-//! leadership on (W3). How the leader sleeps, spins or coarsens its wake-up is `park.rs`'s
+//! leadership on (F3). How the leader sleeps, spins or coarsens its wake-up is `park.rs`'s
 //! plan, which this module carries out with the lock released while spinning.
 //!
 //! # Invariants
-//! - W1 (one leader): `Waiters::leader` is true only while one taker is between deciding
+//! - F1 (one leader): `Waiters::leader` is true only while one taker is between deciding
 //!   to lead and leaving its timed wait or spin; that taker sets it and clears it itself,
 //!   under the lock, and nothing else writes it.
-//! - W2 (a new head reaches a waiter): whoever makes a head earlier, removes a head that
+//! - F2 (a new head reaches a waiter): whoever makes a head earlier, removes a head that
 //!   is not yet due or advances a `ManualClock` calls [`Signals::head_changed`] with the
 //!   waiters' state under the lock: the leader is woken, or with no leader one follower,
 //!   which then leads. (The sharded queue decides *whether* to call it from its published
 //!   `wake_at`, Q1 in `sharded.rs`.)
-//! - W3 (hand-on): a taker that leaves `take` by any way — an element, a timeout, a close
+//! - F3 (hand-on): a taker that leaves `take` by any way — an element, a timeout, a close
 //!   or stop condition, a panic in the caller's stop condition — with a head left, no
 //!   leader and followers waiting wakes one follower ([`Leaving`]'s `Drop`). So a queued
 //!   head always has a taker that will lead it: a leader that gives up its lead (a worker's
 //!   keep-alive ending) never strands the head with sleeping followers (Java: `finally {
 //!   if (leader == null && queue[0] != null) available.signal(); }`).
-//! - W4 (Java's lead rule): on the real clock a taker leads only if its own timeout
+//! - F4 (Java's lead rule): on the real clock a taker leads only if its own timeout
 //!   outlasts the head's delay; otherwise it waits as a follower until its timeout and
-//!   hands on when it leaves (W3). So a leader never holds a lead it is about to drop.
+//!   hands on when it leaves (F3). So a leader never holds a lead it is about to drop.
 //!   On a `ManualClock` a deadline and a real-time timeout cannot be compared, and a
-//!   taker leads regardless; W3 covers its give-up.
-//! - W5 (backup): `Waiters::backup` is true only while one follower, which set it and
+//!   taker leads regardless; F3 covers its give-up.
+//! - F5 (backup): `Waiters::backup` is true only while one follower, which set it and
 //!   clears it itself under the lock, is between joining behind a leader with a head and
-//!   leaving its wait on `backup_cv`; it counts among the followers for W2 and W3, which
+//!   leaving its wait on `backup_cv`; it counts among the followers for F2 and F3, which
 //!   wake it before any other follower. On the real clock its wait ends at the latest
-//!   [`BACKUP_GRACE`] past the leader's take time (`Waiters::lead_take_at`), and W3 may
+//!   [`BACKUP_GRACE`] past the leader's take time (`Waiters::lead_take_at`), and F3 may
 //!   leave it asleep only when that timer (`Waiters::backup_at`, never the caller's own
 //!   timeout) fires within the grace. On a `ManualClock` it waits untimed, as a follower.
 //!   So a due head never waits longer than the grace plus one wake-up for the leader, and
@@ -83,13 +83,13 @@ use crate::sync::{unlocked, Condvar, MutexGuard, StatCounter};
 const NO_HEAD: Ticks = Ticks::MAX;
 
 /// How long past the moment the leader means to take its head the backup's timer is set
-/// (W5): about one healthy wake-up on a loaded machine, so a leader that is merely slow is
+/// (F5): about one healthy wake-up on a loaded machine, so a leader that is merely slow is
 /// not raced, and a leader the operating system has not put on a CPU costs at most this
 /// plus the backup's own wake-up.
 const BACKUP_GRACE: Duration = Duration::from_micros(50);
 
 /// A leader that will sleep at least this long before it takes its head wakes a follower
-/// asleep without a timer to come back as its backup (W5), at the cost of that one
+/// asleep without a timer to come back as its backup (F5), at the cost of that one
 /// wake-up. Shorter leads are a dense schedule's, where the workers coming back from
 /// their runs become the backup without being woken.
 const RECRUIT_AFTER: Duration = Duration::from_micros(200);
@@ -97,22 +97,22 @@ const RECRUIT_AFTER: Duration = Duration::from_micros(200);
 /// The waiting takers' state, guarded by its owner's lock (module notes).
 #[derive(Debug)]
 pub(super) struct Waiters {
-    /// A taker leads (W1).
+    /// A taker leads (F1).
     leader: bool,
     /// The deadline the leader waits for, while there is one.
     lead_until: Ticks,
     /// When the leader means to take its head (real clock): the deadline as its plan
     /// rounds it, or the end of a coarse sleep past the spin budget (`park.rs`). The
-    /// backup's timer is set past it (W5).
+    /// backup's timer is set past it (F5).
     lead_take_at: Option<Instant>,
     /// Takers waiting (or idle-spinning) as followers, the backup not counted.
     followers: usize,
-    /// A follower waits as the backup, on its own condition variable (W5).
+    /// A follower waits as the backup, on its own condition variable (F5).
     backup: bool,
     /// When the backup's timer fires, if it set one.
     backup_at: Option<Instant>,
     /// A leader woke a follower to come back as the backup and it has not yet left its
-    /// wait: no second recruit (W5).
+    /// wait: no second recruit (F5).
     recruiting: bool,
     /// The real-clock waiting policy (`park.rs`).
     park: Park,
@@ -132,7 +132,7 @@ impl Waiters {
         }
     }
 
-    /// A taker leads (W1).
+    /// A taker leads (F1).
     #[inline]
     #[cfg(test)]
     pub(super) fn leader(&self) -> bool {
@@ -151,14 +151,14 @@ impl Waiters {
         self.followers + usize::from(self.backup)
     }
 
-    /// A follower waits as the backup (W5).
+    /// A follower waits as the backup (F5).
     #[inline]
     #[cfg(test)]
     pub(super) fn backup(&self) -> bool {
         self.backup
     }
 
-    /// W5: a backup waits whose own timer fires within [`BACKUP_GRACE`] of `now`: a
+    /// F5: a backup waits whose own timer fires within [`BACKUP_GRACE`] of `now`: a
     /// hand-on may leave it asleep, as it comes anyway.
     #[inline]
     fn backup_comes(&self, now: Instant) -> bool {
@@ -169,7 +169,7 @@ impl Waiters {
     }
 
     /// Records a leader for `head` that means to take it at `take_at` and then never runs
-    /// again (a thread the machine keeps off its CPU), for the tests of W5.
+    /// again (a thread the machine keeps off its CPU), for the tests of F5.
     #[cfg(test)]
     pub(super) fn pretend_leader(&mut self, head: Ticks, take_at: Instant) {
         self.leader = true;
@@ -180,11 +180,11 @@ impl Waiters {
 
 /// The waiters' condition variables and the spinners' hint, beside the lock.
 pub(super) struct Signals {
-    /// Only the leader waits here (W1, W2).
+    /// Only the leader waits here (F1, F2).
     leader_cv: Condvar,
-    /// Only the backup waits here (W5).
+    /// Only the backup waits here (F5).
     backup_cv: Condvar,
-    /// Every other taker (W2, W3).
+    /// Every other taker (F2, F3).
     followers_cv: Condvar,
     /// Bumped with every wake-up sent, so a spinning taker notices without the lock. A
     /// hint only (module notes); `std`'s atomic in every build.
@@ -207,8 +207,8 @@ impl Signals {
         }
     }
 
-    /// W2: the head changed (or the time moved): the leader re-arms, or with no leader and
-    /// a head (`has_head`) one follower takes the lead, the backup first (W5). Call under
+    /// F2: the head changed (or the time moved): the leader re-arms, or with no leader and
+    /// a head (`has_head`) one follower takes the lead, the backup first (F5). Call under
     /// the waiters' lock.
     #[inline]
     pub(super) fn head_changed(&self, w: &Waiters, has_head: bool) {
@@ -221,8 +221,8 @@ impl Signals {
         }
     }
 
-    /// W3: a taker is leaving; with a head left (`has_head`), no leader and followers
-    /// waiting, one follower takes its place, the backup first (W5). Call under the
+    /// F3: a taker is leaving; with a head left (`has_head`), no leader and followers
+    /// waiting, one follower takes its place, the backup first (F5). Call under the
     /// waiters' lock.
     #[inline]
     pub(super) fn hand_on(&self, w: &Waiters, has_head: bool) {
@@ -232,7 +232,7 @@ impl Signals {
         }
     }
 
-    /// Wakes the backup if one waits, else one follower (W5: the backup is awake soonest
+    /// Wakes the backup if one waits, else one follower (F5: the backup is awake soonest
     /// on its own timer, and a woken backup leaves room for the next).
     #[inline]
     fn wake_a_follower(&self, w: &Waiters) {
@@ -253,14 +253,14 @@ impl Signals {
     }
 }
 
-/// What leaves a `take`: a queue's way to perform W3 (its lock, its head). Implemented by
+/// What leaves a `take`: a queue's way to perform F3 (its lock, its head). Implemented by
 /// the blocking queue's lock guard and by the sharded queue.
 pub(super) trait HandOn {
-    /// W3: if a head is left, nobody leads and followers wait, wake one follower.
+    /// F3: if a head is left, nobody leads and followers wait, wake one follower.
     fn hand_on(&mut self);
 }
 
-/// The guard every way out of a `take` goes through: dropping it performs W3 (a
+/// The guard every way out of a `take` goes through: dropping it performs F3 (a
 /// returned element, a timeout, a stop condition, or a panic that unwinds through the
 /// caller's stop condition). It derefs to what it guards, so the take loop works through
 /// it.
@@ -293,7 +293,7 @@ impl<Q: HandOn> Drop for Leaving<Q> {
 pub(super) struct Taker {
     /// The caller's real-time timeout.
     timeout: Option<Instant>,
-    /// The queue runs on the real clock (only then does it sleep timed, spin, or apply W4).
+    /// The queue runs on the real clock (only then does it sleep timed, spin, or apply F4).
     real: bool,
     /// This take already spun once for a new head (`park.rs`: one idle spin per take).
     spun: bool,
@@ -322,7 +322,7 @@ impl Taker {
     /// earliest deadline as the caller saw it under this lock, not due (or `None`);
     /// `waiters` finds the waiters' state in the guarded data.
     ///
-    /// The taker leads if there is a head, nobody leads and (W4) its timeout outlasts the
+    /// The taker leads if there is a head, nobody leads and (F4) its timeout outlasts the
     /// head's delay; else it follows. After each change to the waiters' state (joining,
     /// then leaving) it calls `sync` under the lock; before it sleeps, `sync` returns the
     /// earliest head now, and if that is earlier than the one it decided on the taker
@@ -342,14 +342,14 @@ impl Taker {
         let timeout = self.timeout;
         let lead = match head {
             Some(h) if !waiters(guard).leader => {
-                // W4: a taker that would give up before the head is due does not lead.
+                // F4: a taker that would give up before the head is due does not lead.
                 !self.real || timeout.is_none_or(|t| t >= clock.instant_of(h))
             }
             _ => false,
         };
         let timed_out = if let Some(h) = head.filter(|_| lead) {
             let w = waiters(guard);
-            w.leader = true; // W1
+            w.leader = true; // F1
             w.lead_until = h;
             let fired = if sync(waiters(guard)) < h {
                 false // an earlier head arrived meanwhile: re-decide
@@ -359,7 +359,7 @@ impl Taker {
                 w.lead_take_at = Some(take_at);
                 let long = take_at.saturating_duration_since(Instant::now()) >= RECRUIT_AFTER;
                 if long && !w.backup && !w.recruiting && w.followers > 0 {
-                    // W5: a follower asleep without a timer comes back as the backup.
+                    // F5: a follower asleep without a timer comes back as the backup.
                     w.recruiting = true;
                     signals.followers_cv.notify_one();
                 }
@@ -381,14 +381,14 @@ impl Taker {
             };
             probe!(Take);
             let w = waiters(guard);
-            w.leader = false; // W1: cleared by the leader itself
+            w.leader = false; // F1: cleared by the leader itself
             w.lead_until = NO_HEAD;
             w.lead_take_at = None;
             sync(w);
             fired
         } else {
             let w = waiters(guard);
-            // W5: the first follower behind a leader with a head backs it up.
+            // F5: the first follower behind a leader with a head backs it up.
             let backup = head.is_some() && w.leader && !w.backup;
             if backup {
                 w.backup = true;
@@ -467,7 +467,7 @@ pub(super) fn wait<T>(cv: &Condvar, guard: &mut MutexGuard<'_, T>, until: Option
 mod tests {
     use super::*;
 
-    /// W5: a hand-on leaves the backup asleep only when the backup's own timer is due
+    /// F5: a hand-on leaves the backup asleep only when the backup's own timer is due
     /// within the grace, and never when it has none (virtual time, or only the caller's
     /// timeout).
     #[test]

@@ -193,7 +193,7 @@ fn loom_interrupt_vs_completion() {
 }
 
 /// T2: a waiter blocked on a future is woken by the completion, whichever comes first
-/// (W1, `task/waiting.rs`). Break: dropping `wake_waiters` after a won finish
+/// (A1, `task/waiting.rs`). Break: dropping `wake_waiters` after a won finish
 /// (`task/once.rs`) deadlocks it.
 #[test]
 fn loom_wait_vs_complete() {
@@ -381,7 +381,7 @@ fn loom_blocked_get_vs_interrupt() {
     });
 }
 
-/// W2 with a loom-visible timeout (`sync::timeouts_fire`): a waiter whose timed wait
+/// A2 with a loom-visible timeout (`sync::timeouts_fire`): a waiter whose timed wait
 /// times out leaves the waiter table while the one-shot completes and another thread
 /// waits untimed. The timed-out waiter takes back only its own registration: the other
 /// waiter is woken by the completion, and the table holds nothing for the task after.
@@ -412,7 +412,7 @@ fn loom_timed_out_waiter_leaves_only_its_own_registration() {
         assert_eq!(
             crate::task::waiter_count(key),
             0,
-            "W2: no registration outlives the wait"
+            "A2: no registration outlives the wait"
         );
         assert_eq!(task.outcome().wait_take().unwrap(), 9);
     });

@@ -28,7 +28,7 @@
 //!   the run, and its own terminal exchange then fails.)
 //! - T2: exactly one transition into a terminal state succeeds; its author, and only it,
 //!   completes the task for its futures: a one-shot's runner stores the outcome before
-//!   that transition (`raw.rs`, R4) and wakes the waiters after it (`waiting.rs`, W1); a
+//!   that transition (`raw.rs`, R4) and wakes the waiters after it (`waiting.rs`, A1); a
 //!   periodic task's author completes its [`Completion`].
 //! - T3: the closure lives in the task while SCHEDULED. The thread that moved the task to
 //!   RUNNING takes it out for the run. A one-shot's canceller takes it after its own
@@ -175,7 +175,7 @@ pub(crate) mod testing {
 pub(crate) use crate::user::drop_quietly;
 
 /// How many registrations the waiter table holds for the one-shot at `key` (the loom
-/// models; W2 in `waiting.rs`).
+/// models; A2 in `waiting.rs`).
 #[cfg(all(test, loom))]
 pub(crate) fn waiter_count(key: usize) -> usize {
     waiting::count(key)

@@ -54,7 +54,7 @@ where
         }
     }
 
-    /// Wakes whoever waits for the task (W1, `waiting.rs`): called by the author of its
+    /// Wakes whoever waits for the task (A1, `waiting.rs`): called by the author of its
     /// terminal transition.
     #[inline]
     fn wake_waiters(&self) {
@@ -167,7 +167,7 @@ where
         if header.state().is_terminal() {
             return true;
         }
-        // W1: registered only while the task is not terminal.
+        // A1: registered only while the task is not terminal.
         let Some(me) = waiting::register_thread(header.key(), header.edges()) else {
             return true;
         };
@@ -176,7 +176,7 @@ where
                 return true;
             }
             if park_until(until) {
-                waiting::leave(header.key(), &me); // W2
+                waiting::leave(header.key(), &me); // A2
                 return header.state().is_terminal();
             }
         }
@@ -198,7 +198,7 @@ where
             if let Some(outcome) = self.core.take_outcome() {
                 return Poll::Ready(outcome);
             }
-            // W1: registered only while not terminal; else the outcome is there now.
+            // A1: registered only while not terminal; else the outcome is there now.
             if waiting::register_waker(header.key(), header.edges(), cx.waker()) {
                 return Poll::Pending;
             }
@@ -373,7 +373,7 @@ mod tests {
         for _ in 0..3 {
             assert!(!t.wait(Some(Instant::now() + std::time::Duration::from_millis(1))));
         }
-        assert_eq!(waiting::count(t.header().key()), 0, "W2");
+        assert_eq!(waiting::count(t.header().key()), 0, "A2");
         let waiters: Vec<_> = (0..4)
             .map(|_| {
                 let t = t.clone();
@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(
             waiting::count(t.header().key()),
             0,
-            "W1: taken by the waker"
+            "A1: taken by the waker"
         );
         assert_eq!(t.wait_take().unwrap(), 9);
     }
@@ -405,7 +405,7 @@ mod tests {
         assert!(t.poll(&mut cx).is_pending());
         assert_eq!(waiting::count(key), 1, "one waker per task");
         drop(t);
-        assert_eq!(waiting::count(key), 0, "W2");
+        assert_eq!(waiting::count(key), 0, "A2");
     }
 }
 
@@ -561,14 +561,14 @@ mod races {
             let key = future.header().key();
             thread::scope(|s| {
                 s.spawn(move || run_and_drop(queued));
-                // Each wait that times out leaves the table before it returns (W2).
+                // Each wait that times out leaves the table before it returns (A2).
                 while !future
                     .outcome()
                     .wait(Some(Instant::now() + Duration::from_micros(50)))
                 {}
                 assert!(future.outcome().wait_take().is_ok());
             });
-            assert_eq!(waiting::count(key), 0, "W1, W2: no waiter left behind");
+            assert_eq!(waiting::count(key), 0, "A1, A2: no waiter left behind");
             drop(future);
             assert_eq!(Counts::get(&counts.closure), 1);
             assert_eq!(Counts::get(&counts.output), 1);

@@ -546,7 +546,7 @@ impl<F, T> Drop for OnceCore<F, T> {
             });
         }
         if word & WAITING != 0 && !state.is_terminal() {
-            waiting::forget(self.header.key()); // W2
+            waiting::forget(self.header.key()); // A2
         }
     }
 }

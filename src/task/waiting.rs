@@ -10,13 +10,13 @@
 //! beside threads.
 //!
 //! # Invariants
-//! - W1: a waiter registers in the critical section of its shard in which
+//! - A1: a waiter registers in the critical section of its shard in which
 //!   [`TaskState::wait_on`] succeeded (the task was not terminal); the author of the
 //!   terminal transition, if it then sees `WAITING`, takes the task's registrations in a
 //!   critical section of the same shard and wakes them after unlocking. So a waiter either
 //!   sees the task terminal, or is registered before the author's critical section and
 //!   is woken (an unpark before the park makes the park return at once).
-//! - W2: registrations under a task's address belong to that task: the waker takes them
+//! - A2: registrations under a task's address belong to that task: the waker takes them
 //!   all when the task ends, a timed-out thread takes its own, and a task freed before it
 //!   ended (`Drop`, with `WAITING` set) takes what is left. So an address reused by a
 //!   later task starts with no registration.
@@ -93,7 +93,7 @@ fn table() -> &'static Table {
     &TABLE
 }
 
-/// Registers this thread as a waiter of the task at `key` (W1); `None` if the task is
+/// Registers this thread as a waiter of the task at `key` (A1); `None` if the task is
 /// already terminal, else this thread's handle (for [`leave`]).
 pub(super) fn register_thread(key: usize, state: &TaskState) -> Option<thread::Thread> {
     let mut list = table().shard(key).lock();
@@ -105,7 +105,7 @@ pub(super) fn register_thread(key: usize, state: &TaskState) -> Option<thread::T
     Some(me)
 }
 
-/// Takes back this thread's registration after a timed-out wait (W2).
+/// Takes back this thread's registration after a timed-out wait (A2).
 pub(super) fn leave(key: usize, me: &thread::Thread) {
     let mut list = table().shard(key).lock();
     if let Some(i) = list
@@ -116,13 +116,13 @@ pub(super) fn leave(key: usize, me: &thread::Thread) {
     }
 }
 
-/// Registers `waker` for the task at `key`, replacing the one an earlier poll left (W1);
+/// Registers `waker` for the task at `key`, replacing the one an earlier poll left (A1);
 /// `false` if the task is already terminal.
 ///
 /// U1: the waker's clone and the replaced waker's drop are user code, so neither runs
 /// under the shard's lock: a first look keeps a registration that will wake the same
 /// task; otherwise the clone is made unlocked and put in a second critical section
-/// (which checks the state again, W1), and what it replaced is dropped after it.
+/// (which checks the state again, A1), and what it replaced is dropped after it.
 pub(super) fn register_waker(key: usize, state: &TaskState, waker: &Waker) -> bool {
     {
         let list = table().shard(key).lock();
@@ -166,7 +166,7 @@ fn find_waker(list: &[(usize, Waiter)], key: usize) -> Option<&Waker> {
 }
 
 /// Wakes every waiter of the task at `key`: called by the author of its terminal
-/// transition when [`TaskState::is_waited`] says someone registered (W1).
+/// transition when [`TaskState::is_waited`] says someone registered (A1).
 pub(super) fn wake_all(key: usize) {
     let mut woken = Vec::new();
     {
@@ -180,7 +180,7 @@ pub(super) fn wake_all(key: usize) {
             }
         }
     }
-    // W1: after unlocking (a waker may run arbitrary code); U2: every one, whatever the
+    // A1: after unlocking (a waker may run arbitrary code); U2: every one, whatever the
     // others do. Threads first: a waker that blocks holds up no blocked `wait`.
     woken.sort_by_key(|(_, w)| matches!(w, Waiter::Waker(_)));
     for (_, w) in woken {
@@ -188,7 +188,7 @@ pub(super) fn wake_all(key: usize) {
     }
 }
 
-/// Drops what is left under `key` without waking it: a task freed before it ended (W2).
+/// Drops what is left under `key` without waking it: a task freed before it ended (A2).
 pub(super) fn forget(key: usize) {
     let left: Vec<(usize, Waiter)> = {
         let mut list = table().shard(key).lock();
@@ -286,7 +286,7 @@ mod tests {
         assert_eq!(woken_b.0.load(Ordering::SeqCst), 0, "not b's end");
         assert_eq!((count(a), count(b)), (0, 1));
         forget(b);
-        assert_eq!(count(b), 0, "W2: taken without a wake");
+        assert_eq!(count(b), 0, "A2: taken without a wake");
         assert_eq!(woken_b.0.load(Ordering::SeqCst), 0);
     }
 }

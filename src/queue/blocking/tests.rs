@@ -126,7 +126,7 @@ fn wait_for(cond: impl Fn() -> bool) {
     }
 }
 
-/// W3 through a panic: a leader whose stop condition panics (caller code that runs inside
+/// F3 through a panic: a leader whose stop condition panics (caller code that runs inside
 /// the take) unwinds through the exit guard, which hands the head on to the follower.
 #[test]
 fn a_leader_whose_stop_condition_panics_hands_the_head_on() {

@@ -507,7 +507,7 @@ fn wait_for(cond: impl Fn() -> bool) {
     }
 }
 
-/// Q5/W3 through a panic, as in the blocking queue's test: the exit guard of a leader
+/// Q5/F3 through a panic, as in the blocking queue's test: the exit guard of a leader
 /// whose stop condition panics hands the head on, from any shard.
 #[test]
 fn a_leader_whose_stop_condition_panics_hands_the_head_on() {
@@ -545,7 +545,7 @@ fn a_leader_whose_stop_condition_panics_hands_the_head_on() {
     follower.join().unwrap();
 }
 
-/// W5: a due head does not wait for a leader the machine keeps off its CPU. The leader is
+/// F5: a due head does not wait for a leader the machine keeps off its CPU. The leader is
 /// only its record in the waiters' state (a taker that decided to lead and never ran
 /// again); a second taker backs it up with a timer a grace past the leader's take time,
 /// and pops the head itself.
@@ -576,7 +576,7 @@ fn a_backup_takes_the_head_of_a_leader_that_never_runs() {
     assert!(Instant::now() >= take_at, "not before its deadline");
 }
 
-/// W5: a leader's hand-on goes to its backup, not to a follower that waits without a
+/// F5: a leader's hand-on goes to its backup, not to a follower that waits without a
 /// timer: the backup is the one that is awake soonest.
 #[test]
 fn the_hand_on_wakes_the_backup_first() {

@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""The tree keeps its design: the three checks `.ci/run` runs on `src/`.
+
+1. No import circle: the file-level arrows (`use crate::…`, `use super::…`, `use
+   self::…`, a child module named in a `use`, and `crate::…` / `super::…` paths in code,
+   outside tests) have no cycle, and neither do the arrows between the crate's top-level
+   modules (a folder and the files beside it). A module's arrows to its own descendants
+   are not counted: a face names its children.
+2. No file over 700 lines outside tests (an inline `#[cfg(test)] mod` at the end is not
+   counted), unless at least half of its lines are docs (`///`, `//!`): a documented face.
+3. Every invariant ID of `docs/DESIGN.md`'s index is stated ("- ID" or "ID (…):" in the
+   `//!` notes) in the file its row names, and no ID is stated in two files.
+
+Usage: python3 scripts/tree_check.py [ROOT]. Prints what it finds; exits 1 if anything.
+Standard library only.
+"""
+
+import os
+import re
+import sys
+
+MAX_LINES = 700
+TEST_FILE = re.compile(r"(^|/)(tests|loom[^/]*)\.rs$")
+
+
+def modules(src):
+    """Maps each module path (a tuple) to its file, relative to `src`."""
+    out = {}
+    for d, _, files in os.walk(src):
+        for f in files:
+            if not f.endswith(".rs"):
+                continue
+            rel = os.path.relpath(os.path.join(d, f), src).replace(os.sep, "/")
+            parts = rel[:-3].split("/")
+            if parts == ["lib"]:
+                out[()] = rel
+            elif parts[-1] == "mod":
+                out[tuple(parts[:-1])] = rel
+            else:
+                out[tuple(parts)] = rel
+    return out
+
+
+def code_lines(text):
+    """The file's lines outside test modules, test-only `use` lines and comments."""
+    lines = text.split("\n")
+    keep = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if re.match(r"\s*#\[cfg\((all\()?(test|loom)\b", line):
+            j = i + 1
+            while j < len(lines) and lines[j].strip().startswith("#["):
+                j += 1
+            nxt = lines[j] if j < len(lines) else ""
+            m = re.match(r"(\s*)(pub(\([^)]*\))?\s+)?mod\s+\w+\s*(\{|;)", nxt)
+            if m:
+                if m.group(4) == "{":
+                    indent = m.group(1)
+                    k = j + 1
+                    while k < len(lines) and lines[k] != indent + "}":
+                        k += 1
+                    i = k + 1
+                else:
+                    i = j + 1
+                continue
+            if re.match(r"\s*(pub(\([^)]*\))?\s+)?use\b", nxt):
+                k = j
+                while k < len(lines) and ";" not in lines[k]:
+                    k += 1
+                i = k + 1
+                continue
+        stripped = re.sub(r"//.*", "", line)
+        keep.append(stripped)
+        i += 1
+    return "\n".join(keep)
+
+
+def expand(tree):
+    """`a::{b, c::{d, e}}` -> [[a, b], [a, c, d], [a, c, e]]."""
+    tree = tree.strip()
+    depth = 0
+    for i, ch in enumerate(tree):
+        if ch == "{":
+            if depth == 0:
+                head = [s for s in tree[:i].split("::") if s]
+                inner = tree[i + 1 : tree.rindex("}")]
+                out = []
+                for part in split_top(inner):
+                    for tail in expand(part):
+                        out.append(head + tail)
+                return out
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+    path = re.sub(r"\s+as\s+\w+$", "", tree)
+    return [[s.strip() for s in path.split("::") if s.strip()]]
+
+
+def split_top(s):
+    parts, depth, cur = [], 0, ""
+    for ch in s:
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += ch == "{"
+        depth -= ch == "}"
+        cur += ch
+    if cur.strip():
+        parts.append(cur)
+    return parts
+
+
+def resolve(segments, here, mods):
+    """The module a path names (its longest module prefix), or None."""
+    if not segments:
+        return None
+    first = segments[0]
+    if first == "crate":
+        base, rest = (), segments[1:]
+    elif first in ("super", "self"):
+        base, rest = here, segments
+        while rest and rest[0] in ("super", "self"):
+            if rest[0] == "super":
+                base = base[:-1]
+            rest = rest[1:]
+    elif here + (first,) in mods:
+        base, rest = here, segments
+    else:
+        return None  # another crate, or a name in scope
+    best = base if base in mods else None
+    cur = base
+    for s in rest:
+        cur = cur + (s,)
+        if cur in mods:
+            best = cur
+        else:
+            break
+    return best
+
+
+def arrows(src, mods):
+    """(from module, to module) pairs, outside tests."""
+    out = set()
+    for mod, rel in mods.items():
+        if TEST_FILE.search(rel):
+            continue
+        text = code_lines(open(os.path.join(src, rel), encoding="utf-8").read())
+        for m in re.finditer(r"\buse\s+([^;]+);", text):
+            for segs in expand(m.group(1)):
+                if segs and segs[-1] == "*":
+                    segs = segs[:-1]
+                target = resolve(segs, mod, mods)
+                if target is not None:
+                    out.add((mod, target))
+        for m in re.finditer(r"(?<![\w:])((?:crate|super)(?:::\w+)+)", text):
+            target = resolve(m.group(1).split("::"), mod, mods)
+            if target is not None:
+                out.add((mod, target))
+    # A face naming its descendants, and a module naming itself, are not arrows.
+    return {(a, b) for a, b in out if b[: len(a)] != a}
+
+
+def cycles(edges):
+    """The strongly connected components of more than one node (Tarjan)."""
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def name(mod, mods):
+    return "src/" + mods[mod]
+
+
+def check_circles(src, mods):
+    found = []
+    edges = arrows(src, mods)
+    for comp in cycles(edges):
+        members = set(comp)
+        ties = sorted(
+            f"{name(a, mods)} -> {name(b, mods)}" for a, b in edges if a in members and b in members
+        )
+        found.append("IMPORT CIRCLE between files: " + "; ".join(ties))
+    top = {(a[:1], b[:1]) for a, b in edges if a[:1] != b[:1] and a[:1] and b[:1]}
+    for comp in cycles(top):
+        members = set(comp)
+        ties = sorted(
+            f"{name(a, mods)} -> {name(b, mods)}"
+            for a, b in edges
+            if a[:1] in members and b[:1] in members and a[:1] != b[:1] and a[:1] and b[:1]
+        )
+        found.append(
+            "IMPORT CIRCLE between top-level modules "
+            + ", ".join("/".join(c) for c in comp)
+            + ": "
+            + "; ".join(ties)
+        )
+    return found
+
+
+def check_sizes(src, mods):
+    found = []
+    for rel in sorted(mods.values()):
+        if TEST_FILE.search(rel):
+            continue
+        lines = open(os.path.join(src, rel), encoding="utf-8").read().split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        end = len(lines)
+        for i, line in enumerate(lines):
+            if re.match(r"#\[cfg\((all\()?test\b", line):
+                rest = [l for l in lines[i + 1 : i + 4] if not l.startswith("#[")]
+                if rest and re.match(r"(pub(\([^)]*\))?\s+)?mod\s+\w+", rest[0]):
+                    end = i
+                    break
+        counted = lines[:end]
+        docs = sum(1 for l in counted if re.match(r"\s*//[/!]", l))
+        if len(counted) > MAX_LINES and 2 * docs < len(counted):
+            found.append(
+                f"TOO LONG: src/{rel} has {len(counted)} lines outside tests "
+                f"({docs} of docs; the limit is {MAX_LINES}, or half of it docs)"
+            )
+    return found
+
+
+def check_invariants(root, src, mods):
+    design = open(os.path.join(root, "docs/DESIGN.md"), encoding="utf-8").read()
+    start = design.index("## Invariants (index)")
+    idx = design[start:]
+    nxt = idx.find("\n## ", 5)
+    idx = idx[: nxt if nxt > 0 else len(idx)]
+    rows = re.findall(r"^\| ([A-Z]+\d+(?:[–-][A-Z]*\d+)?) \| ([\w/]+\.rs) \|", idx, re.M)
+    found = []
+    seen = {}
+    for tok, f in rows:
+        if tok in seen:
+            found.append(f"ONE ID, TWO ROWS in docs/DESIGN.md: {tok} ({seen[tok]}, {f})")
+        seen[tok] = f
+    stated = {}
+    for rel in mods.values():
+        if TEST_FILE.search(rel):
+            continue
+        notes = "\n".join(
+            l.strip()[3:] for l in open(os.path.join(src, rel), encoding="utf-8") if l.strip().startswith("//!")
+        )
+        for m in re.finditer(r"^\s*- ([A-Z]{1,3}\d+)\b(?: \([^)]*\))?:?", notes, re.M):
+            stated.setdefault(m.group(1), set()).add(rel)
+    for tok, f in rows:
+        p, a, b = re.match(r"([A-Z]+)(\d+)(?:[–-][A-Z]*(\d+))?$", tok).groups()
+        for i in range(int(a), int(b or a) + 1):
+            ident = f"{p}{i}"
+            if f not in stated.get(ident, set()):
+                found.append(f"NOT STATED: {ident} in src/{f} (docs/DESIGN.md's index names it)")
+    for ident, files in sorted(stated.items()):
+        if len(files) > 1:
+            found.append(f"ONE ID, {len(files)} FILES: {ident}: " + ", ".join(sorted("src/" + f for f in files)))
+        if ident not in {f"{re.match(r'[A-Z]+', t).group()}{n}" for t, _ in rows for n in range(1, 100)}:
+            pass
+    listed = set()
+    for tok, _ in rows:
+        p, a, b = re.match(r"([A-Z]+)(\d+)(?:[–-][A-Z]*(\d+))?$", tok).groups()
+        listed.update(f"{p}{i}" for i in range(int(a), int(b or a) + 1))
+    for ident, files in sorted(stated.items()):
+        if ident not in listed:
+            found.append(f"NOT IN THE INDEX: {ident}, stated in " + ", ".join(sorted("src/" + f for f in files)))
+    return found
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else "."
+    src = os.path.join(root, "src")
+    mods = modules(src)
+    found = check_circles(src, mods) + check_sizes(src, mods) + check_invariants(root, src, mods)
+    for f in found:
+        print(f)
+    if not found:
+        print(f"tree check: {len(mods)} files, no circle, none too long, every invariant stated once")
+    sys.exit(1 if found else 0)
+
+
+if __name__ == "__main__":
+    main()
