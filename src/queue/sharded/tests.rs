@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::clock::ManualClock;
-use crate::queue::TimedEntry;
+use crate::queue::{Position, TimedEntry};
 use crate::sync::Arc;
 use std::time::Duration;
 
