@@ -223,7 +223,7 @@ impl Builder {
     /// The coarsest [`timer_precision`](Self::timer_precision): one second.
     pub const MAX_TIMER_PRECISION: Duration = Duration::from_secs(1);
 
-    /// The finished configuration (`build` is in `executor.rs`, so this file does not
+    /// The finished configuration (`build` is in `executor/mod.rs`, so this file does not
     /// depend on the executor).
     pub(crate) fn into_config(self) -> Config {
         self.config

@@ -239,7 +239,7 @@ pub struct CancelHandle {
 }
 
 impl CancelHandle {
-    /// A handle for `job` in the pool `shared` (a task context's, `context.rs`).
+    /// A handle for `job` in the pool `shared` (a task context's, `body/context.rs`).
     pub(crate) fn new(job: TaskRef, shared: Arc<dyn Host>) -> Self {
         CancelHandle { job, shared }
     }

@@ -104,18 +104,17 @@ macro_rules! probe {
     };
 }
 
+mod body;
 mod builder;
 mod clock;
 pub mod cluster;
 mod config;
-mod context;
 #[cfg(feature = "cron")]
 mod cron;
 mod delay_queue;
 mod error;
 mod executor;
 mod future;
-mod named;
 mod pool;
 mod priority_queue;
 #[cfg(all(schedpool_probe, not(loom)))]
@@ -129,18 +128,18 @@ mod task;
 mod throttle;
 mod user;
 
+pub use body::TaskContext;
 pub use builder::Builder;
 pub use clock::ManualClock;
 pub use config::RejectionPolicy;
-pub use context::TaskContext;
 #[cfg(feature = "cron")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cron")))]
 pub use cron::{CronError, CronTrigger};
 pub use delay_queue::{DelayKey, DelayQueue, Expirations, Expired, NextExpired};
 pub use error::{PanicPayload, ScheduleError, TaskError};
+pub use executor::Named;
 pub use executor::{ScheduledThreadPoolExecutor, Terminated, WeakExecutor};
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
-pub use named::Named;
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use queue::SpinPolicy;
 pub use schedule::{Backoff, MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};

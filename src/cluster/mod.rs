@@ -67,9 +67,6 @@
 mod local;
 #[cfg(feature = "postgres")]
 mod pg;
-#[cfg(feature = "postgres")]
-mod pg_tls;
-pub(crate) mod run;
 
 #[cfg(all(test, loom))]
 mod loom;

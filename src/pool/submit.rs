@@ -73,8 +73,8 @@ impl Shared {
             schedule,
             initial_delay,
             limits,
-            on_error: _,  // read by the fallible adaptor (`context.rs`) before this
-            exclusive: _, // read by the handle, which wraps the closure (`context::Guarded`)
+            on_error: _,  // read by the fallible adaptor (`body/context.rs`) before this
+            exclusive: _, // read by the handle, which wraps the closure (`body::Guarded`)
             name,
             aligned,
             catch_up_now,

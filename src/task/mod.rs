@@ -12,8 +12,8 @@
 //!
 //! - `header.rs`: the [`Header`], what every holder sees (T4 for its deadline word).
 //! - `run.rs`: what a run sees and runs: [`RunEnv`], [`RunCx`], [`Host`] (the pool as a
-//!   run and a handle see it), the bodies ([`OnceBody`], [`PeriodicBody`], [`Plain`],
-//!   [`Linked`]), [`Label`], [`RunReport`].
+//!   run and a handle see it), the body traits ([`OnceBody`], [`PeriodicBody`],
+//!   [`Plain`]), [`Label`], [`RunReport`].
 //! - `state.rs`: the state machine (diagram there) and its flags, one `AtomicU8`.
 //! - `raw.rs`: the one `unsafe` module: [`TaskRef`] and a one-shot's slot.
 //! - `waiting.rs`: the waiter table of one-shots.
@@ -87,8 +87,7 @@ pub(crate) use periodic::PeriodicTask;
 pub(crate) use raw::{Task, TaskRef, TypedTask};
 use run::count_run;
 pub(crate) use run::{
-    link_to, submitter_span, Declined, Host, Label, Linked, OnceBody, PeriodicBody, Plain, RunCx,
-    RunEnv, RunReport, Step,
+    Declined, Host, Label, OnceBody, PeriodicBody, Plain, RunCx, RunEnv, RunReport, Step,
 };
 
 /// A task as the queue and the workers see it.

@@ -1,7 +1,8 @@
 //! What a run sees and what it runs: the environment a worker (or a caller's thread) runs
 //! a task in ([`RunEnv`], [`RunCx`]), what a run may ask of its pool ([`Host`]), the
-//! bodies a task holds ([`OnceBody`], [`PeriodicBody`], [`Plain`], the submitter's span
-//! link [`Linked`]), a task's name ([`Label`]), and what a run reports ([`RunReport`]).
+//! body traits a task holds ([`OnceBody`], [`PeriodicBody`], and [`Plain`], a closure
+//! that takes nothing; what else wraps a closure is in `body/`), a task's name
+//! ([`Label`]), and what a run reports ([`RunReport`]).
 
 use crate::clock::{Clock, Ticks};
 use crate::stats::Counters;
@@ -44,7 +45,7 @@ pub(crate) struct RunEnv<'a> {
     /// unit tests that run a bare task.
     pub(crate) job: Option<&'a TaskRef>,
     /// The pool that runs it, as far as a run may see it ([`Host`]: the task context,
-    /// `context.rs`, and the exclusive runs, `cluster/run.rs`, use it).
+    /// `body/context.rs`, and the exclusive runs, `body/exclusive.rs`, use it).
     pub(crate) pool: Option<&'a dyn Host>,
     /// The run is on one of the pool's workers (not a `CallerRuns` run or a
     /// `PendingTask::run` on the caller's thread): `shutdown_now` asks it to stop.
@@ -53,7 +54,7 @@ pub(crate) struct RunEnv<'a> {
 
 /// What a run, and a task's handles, may ask of the pool that holds it: the seam between
 /// the task layer and the pool (tokio's `task::Schedule`), implemented by the pool's
-/// `Arc<Shared>` and its `Stripe`s (`pool/host.rs`). The closure adaptors (`context.rs`)
+/// `Arc<Shared>` and its `Stripe`s (`pool/host.rs`). The closure adaptors (`body/`)
 /// and the handles (`future.rs`: a future holds its pool as an `Arc<dyn Host>`, one of
 /// the stripes) reach the pool only through it.
 pub(crate) trait Host: Send + Sync {
@@ -90,12 +91,12 @@ pub(crate) struct RunCx<'a> {
     pub(crate) runs: u64,
     /// The task's name (`Periodic::name`), for the closure's own logs.
     pub(crate) task_name: Option<&'a str>,
-    /// The cluster lease this run holds (an exclusive task, `cluster/run.rs`).
+    /// The cluster lease this run holds (an exclusive task, `body/exclusive.rs`).
     pub(crate) lease: Option<&'a crate::cluster::Lease>,
 }
 
 /// A one-shot's closure as its task calls it: a plain closure ([`Plain`]), or one that
-/// takes a task context (`context.rs`).
+/// takes a task context (`body/context.rs`).
 pub(crate) trait OnceBody<T>: Send + 'static {
     fn call(self, cx: &RunCx<'_>) -> T;
 }
@@ -127,7 +128,7 @@ pub(crate) enum Step {
     /// No more runs: the future completes with `Ok(())`.
     Stop,
     /// The closure declined this run without running (its cluster lock is held elsewhere
-    /// or unreachable, `cluster/run.rs`): not counted as a run (`runs`, `max_runs`, the
+    /// or unreachable, `body/exclusive.rs`): not counted as a run (`runs`, `max_runs`, the
     /// completed count); the schedule goes on as after a `max_lateness` skip.
     Skip(Declined),
 }
@@ -181,53 +182,6 @@ impl Label for Arc<str> {
     fn get(&self) -> Option<&str> {
         Some(self)
     }
-}
-
-/// A one-shot's closure submitted inside a span: the task's `task` span is linked to
-/// that span (`follows_from`) when it runs (a periodic task's link is in
-/// `context.rs`'s `Guarded`, with what else its spec adds around a run). It is chosen at submission only when such a link can be
-/// recorded (`submitter_span`), so a task submitted without tracing pays nothing for it.
-///
-/// The submitter's span is held (kept open) until the closure is dropped: after a
-/// one-shot's run or at its cancel, when a periodic task ends. A span id alone could be
-/// reused by the subscriber once the span closed, and the link would then point at
-/// another span.
-pub(crate) struct Linked<B> {
-    pub(crate) body: B,
-    pub(crate) parent: tracing::Span,
-}
-
-/// Links the span this run is in (the worker's `task` span) to `parent`, the span the
-/// task was submitted in.
-#[inline]
-pub(crate) fn link_to(parent: &tracing::Span) {
-    let current = tracing::Span::current();
-    if current
-        .metadata()
-        .is_some_and(|m| m.target() == "schedpool" && m.name() == "task")
-    {
-        current.follows_from(parent);
-    }
-}
-
-impl<B: OnceBody<T>, T> OnceBody<T> for Linked<B> {
-    #[inline]
-    fn call(self, cx: &RunCx<'_>) -> T {
-        link_to(&self.parent);
-        self.body.call(cx)
-    }
-}
-
-/// The span a task submitted now should be linked to: the caller's current span, if the
-/// task's `task` span could be recorded at all (`None` costs a level check when tracing
-/// is off). Always inlined: the check is a few instructions, a call costs more.
-#[inline(always)]
-pub(crate) fn submitter_span() -> Option<tracing::Span> {
-    if !tracing::span_enabled!(target: "schedpool", tracing::Level::TRACE) {
-        return None;
-    }
-    let current = tracing::Span::current();
-    (!current.is_none()).then_some(current)
 }
 
 /// Counts a finished run (and its panic) before its outcome is published.

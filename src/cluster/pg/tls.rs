@@ -21,7 +21,7 @@
 
 use std::path::PathBuf;
 
-use super::LockError;
+use crate::cluster::LockError;
 
 /// What a connection string asks of TLS.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! What makes a run exclusive: [`run_locked`], the one place where a run takes its cluster
 //! lock, runs and gives the lease back, used by
-//! - `context::Guarded`: what a periodic spec adds around each run of its closure (the
+//! - `Guarded` (`context.rs`): what a periodic spec adds around each run of its closure (the
 //!   link of the run's span to the submitter's span, and the cluster lock of an
 //!   [`exclusive`](crate::Periodic::exclusive) task);
 //! - [`LockedOnce`]: an exclusive one-shot
@@ -11,7 +11,8 @@
 //! The adaptors sit on the task layer's run environment (`task::RunCx`: the pool's name
 //! through `task::Host`, the counters, the clock) and are built by the executor's handle
 //! around the closures, like the context adaptors; the pool never sees them. The lease
-//! protocol is in `mod.rs`.
+//! protocol is `cluster/`'s (`cluster/mod.rs`). [`owes_catch_up`] answers, before a
+//! periodic exclusive job is queued, whether its first run is a catch-up.
 //!
 //! A locked run: `try_acquire`; held elsewhere (`Ok(None)`), or the store failed (`Err`),
 //! and the closure does not run; else it runs and the lease is given back when it returns
@@ -21,9 +22,10 @@
 
 use std::time::Duration;
 
-use super::{Exclusive, Lease, LockError};
 use crate::clock::{AdvanceListener, Clock, Ticks};
+use crate::cluster::{Exclusive, Lease, LockError};
 use crate::error::run_caught;
+use crate::schedule::Schedule;
 use crate::stats::{self, Counters};
 use crate::sync::{Arc, Condvar, Mutex, Weak};
 use crate::task::{drop_quietly, OnceBody, RunCx};
@@ -319,4 +321,30 @@ fn bump(
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `Exclusive::catch_up`: whether the job's last run anywhere (the lock's last
+/// acquisition, on the store's clock) is more than one period of `schedule` old. A store
+/// that cannot tell means no catch-up, with a warning; `pool` names the pool in the
+/// events.
+pub(crate) fn owes_catch_up(exclusive: &Exclusive, schedule: &Schedule, pool: &str) -> bool {
+    let period = match schedule {
+        Schedule::FixedRate(p, _) | Schedule::FixedDelay(p) => *p,
+        Schedule::Trigger(_) | Schedule::Once => return false,
+    };
+    match crate::user::call(|| exclusive.lock.last_acquired(&exclusive.name)) {
+        Ok(Some(age)) if age > period => {
+            crate::user::traced(
+                || tracing::info!(target: "schedpool", pool, lock = exclusive.name(), last_run_ago_ms = u64::try_from(age.as_millis()).unwrap_or(u64::MAX), "the job's last run is more than a period old: its first run here is due at once"),
+            );
+            true
+        }
+        Ok(_) => false,
+        Err(error) => {
+            crate::user::traced(
+                || tracing::warn!(target: "schedpool", pool, lock = exclusive.name(), error = %error, "could not ask the lock's store when the job last ran: no catch-up"),
+            );
+            false
+        }
+    }
 }

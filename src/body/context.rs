@@ -26,8 +26,9 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use super::exclusive::{run_locked, Ledger};
+use super::span::link_to;
 use crate::clock::Clock;
-use crate::cluster::run::{run_locked, Ledger};
 use crate::cluster::{Exclusive, Lease};
 use crate::future::CancelHandle;
 use crate::schedule::{Next, OnError};
@@ -328,10 +329,10 @@ fn step_of(next: Next, cx: &RunCx<'_>) -> Step {
 
 /// A periodic closure with what its spec adds around each run: the link of the run's span
 /// to the submitter's span, and the cluster lock of an exclusive task (either may be
-/// absent; the locked run itself is `cluster::run::run_locked`).
+/// absent; the locked run itself is `exclusive.rs`'s `run_locked`).
 pub(crate) struct Guarded<B> {
     body: B,
-    /// The submitter's span (`task::Linked` explains why the span itself is held).
+    /// The submitter's span (`span.rs`'s `Linked` explains why the span itself is held).
     parent: Option<tracing::Span>,
     lock: Option<Box<Exclusive>>,
 }
@@ -351,7 +352,7 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
 
     fn call(&mut self, cx: &RunCx<'_>) -> Step {
         if let Some(parent) = &self.parent {
-            crate::task::link_to(parent);
+            link_to(parent);
         }
         let Some(spec) = self.lock.as_deref() else {
             return self.body.call(cx);

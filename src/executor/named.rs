@@ -3,12 +3,39 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::context::{TaskContext, WithContext};
+use super::ScheduledThreadPoolExecutor;
+use crate::body::{TaskContext, WithContext};
 use crate::error::ScheduleError;
-use crate::executor::ScheduledThreadPoolExecutor;
 use crate::future::ScheduledFuture;
 use crate::sync::Arc;
 use crate::task::Plain;
+
+impl ScheduledThreadPoolExecutor {
+    /// A way to submit one-shots under `name`, which their `task` spans, panic logs and
+    /// [`scheduled_tasks`](Self::scheduled_tasks) then show (a periodic task is named by
+    /// [`Periodic::name`](crate::Periodic::name)). The name is shared by every task submitted through the
+    /// returned [`Named`], so naming costs a reference count per task, and nothing for
+    /// tasks submitted without a name. The `Named` holds a handle to the pool, like a clone
+    /// of this one, so it can be stored and moved.
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().clock(clock.clone()).build();
+    /// let timeouts = pool.named("request-timeout");
+    /// let fut = timeouts.schedule(Duration::from_secs(30), || "timed out").unwrap();
+    /// let queued = pool.scheduled_tasks();
+    /// assert_eq!(queued[0].name.as_deref(), Some("request-timeout"));
+    /// clock.advance(Duration::from_secs(30));
+    /// assert_eq!(fut.get().unwrap(), "timed out");
+    /// pool.close();
+    /// ```
+    pub fn named(&self, name: impl Into<String>) -> Named {
+        Named::new(self.clone(), name.into())
+    }
+}
 
 /// Submits one-shot tasks under a name (from
 /// [`ScheduledThreadPoolExecutor::named`]). Each method behaves as the executor's method

@@ -38,11 +38,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
-#[cfg(not(feature = "postgres-tls"))]
-use postgres::NoTls;
-use postgres::{Client, Statement};
 
 use super::{ClusterLock, Lease, LockError};
+
+mod session;
+mod tls;
+
+use session::serve;
 
 /// The default bound on each call (`PgLockBuilder::timeout`).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -129,7 +131,7 @@ pub struct PgLock {
 /// What a [`PgLock`] and its connection threads share.
 struct Shared {
     config: postgres::Config,
-    /// The TLS connector for what the connection string asked (`pg_tls.rs`).
+    /// The TLS connector for what the connection string asked (`pg/tls.rs`).
     #[cfg(feature = "postgres-tls")]
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     table: String,
@@ -244,8 +246,8 @@ impl PgLockBuilder {
     /// [`LockError::Config`] for a URL or connection string that does not parse, or an
     /// invalid table name.
     pub fn build(self) -> Result<PgLock, LockError> {
-        // `sslmode` and `sslrootcert` as libpq reads them (`pg_tls.rs`).
-        let (url, tls) = super::pg_tls::split_tls(&self.url)?;
+        // `sslmode` and `sslrootcert` as libpq reads them (`pg/tls.rs`).
+        let (url, tls) = tls::split_tls(&self.url)?;
         let mut config = postgres::Config::from_str(&url)
             .map_err(|e| LockError::Config(format!("database URL: {e}")))?;
         #[cfg(not(feature = "postgres-tls"))]
@@ -257,7 +259,7 @@ impl PgLockBuilder {
             ));
         }
         #[cfg(feature = "postgres-tls")]
-        let tls = super::pg_tls::connector(&tls)?;
+        let tls = tls::connector(&tls)?;
         if !valid_table(&self.table) {
             return Err(LockError::Config(format!(
                 "table name {:?} is not a plain or schema-qualified SQL identifier",
@@ -489,231 +491,6 @@ impl fmt::Debug for PgLock {
     }
 }
 
-/// A connection and its prepared statements.
-struct Session {
-    client: Client,
-    acquire: Statement,
-    release: Statement,
-    extend: Statement,
-    holder: Statement,
-    last: Statement,
-}
-
-/// The connection thread: runs the requests until its sender is dropped (the lock was
-/// dropped, or this thread was abandoned).
-fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Request>) {
-    let mut session: Option<Session> = None;
-    while let Ok(req) = rx.recv() {
-        if Instant::now() >= req.give_up {
-            continue; // its caller has given up: do not take a lease nobody uses
-        }
-        let fresh = session.is_none();
-        let mut result = run(shared, &mut session, &req.op);
-        if connection_lost(&result, &session) {
-            session = None;
-            if !fresh && Instant::now() < req.give_up {
-                // The server closed a connection that was open before this request (a
-                // restart, a dropped connection): try once more on a new one. Safe for
-                // both statements: a release is keyed by its token, and an acquisition
-                // that did commit before the drop makes the retry find the lock held
-                // (LK1), so the run is skipped and that lease runs out by itself.
-                result = run(shared, &mut session, &req.op);
-                if connection_lost(&result, &session) {
-                    session = None;
-                }
-            }
-        }
-        let _ = req.reply.send(result); // a caller that gave up dropped its receiver
-    }
-    drop(session);
-    // An abandoned thread counts itself out (`abandon` moved the generation on); the
-    // current one ends only when the lock is dropped, and was never counted in.
-    if shared.conn.lock().generation != generation {
-        shared.abandoned.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Whether a failed call lost its connection: the client saw it close, the error says so,
-/// or the server's error is of the connection kind (SQLSTATE class 08, or 57P01–57P03: the
-/// backend was terminated, or the server is shutting down or not yet accepting). Right
-/// after `pg_terminate_backend` the server's FATAL 57P01 can arrive before the client
-/// marks itself closed, so the client's flag alone missed it, now and then.
-fn connection_lost(result: &Result<Answer, LockError>, session: &Option<Session>) -> bool {
-    let Err(err) = result else {
-        return false;
-    };
-    if session.as_ref().is_some_and(|s| s.client.is_closed()) {
-        return true;
-    }
-    let LockError::Store(e) = err else {
-        return false;
-    };
-    let Some(pg) = e.downcast_ref::<postgres::Error>() else {
-        return false;
-    };
-    pg.is_closed()
-        || pg.code().is_some_and(|c| {
-            let c = c.code();
-            c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03")
-        })
-}
-
-fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer, LockError> {
-    if session.is_none() {
-        *session = Some(connect(shared)?);
-    }
-    let s = session.as_mut().expect("connected just above");
-    let store = |e: postgres::Error| LockError::Store(Box::new(e));
-    Ok(match op {
-        Op::Acquire { name, at_most_for } => {
-            let row = s
-                .client
-                .query_opt(&s.acquire, &[name, &micros(*at_most_for), &shared.node])
-                .map_err(store)?;
-            Answer::Token(row.map(|r| r.get::<_, i64>(0).unsigned_abs()))
-        }
-        Op::Release {
-            name,
-            token,
-            at_least_for,
-        } => {
-            let token = i64::try_from(*token).unwrap_or(i64::MAX);
-            let n = s
-                .client
-                .execute(&s.release, &[name, &token, &micros(*at_least_for)])
-                .map_err(store)?;
-            Answer::Released(n == 1)
-        }
-        Op::Extend {
-            name,
-            token,
-            at_most_for,
-        } => {
-            let token = i64::try_from(*token).unwrap_or(i64::MAX);
-            let n = s
-                .client
-                .execute(&s.extend, &[name, &token, &micros(*at_most_for)])
-                .map_err(store)?;
-            Answer::Released(n == 1)
-        }
-        Op::LastAcquired { name } => {
-            let row = s.client.query_opt(&s.last, &[name]).map_err(store)?;
-            Answer::Age(row.map(|r| Duration::from_secs_f64(r.get::<_, f64>(0).max(0.0))))
-        }
-        Op::Holder { name } => {
-            let row = s.client.query_opt(&s.holder, &[name]).map_err(store)?;
-            Answer::Holder(row.map(|r| r.get::<_, String>(0)))
-        }
-        Op::Check => {
-            s.client.simple_query("SELECT 1").map_err(store)?;
-            Answer::Ready
-        }
-    })
-}
-
-/// A new connection: its statement timeout, the table if configured, the statements.
-fn connect(shared: &Shared) -> Result<Session, LockError> {
-    let store = |e: postgres::Error| LockError::Store(Box::new(e));
-    #[cfg(feature = "postgres-tls")]
-    let mut client = shared.config.connect(shared.tls.clone()).map_err(store)?;
-    #[cfg(not(feature = "postgres-tls"))]
-    let mut client = shared.config.connect(NoTls).map_err(store)?;
-    // A little under the caller's bound, so that a statement the database is slow with
-    // is cancelled there, with its error, before the caller gives up on the connection.
-    let ms = (shared.timeout.as_millis() * 3 / 4).max(1);
-    // READ COMMITTED whatever the database's or the role's default: each statement is
-    // atomic on its own (one row, `ON CONFLICT`), and at SERIALIZABLE or REPEATABLE READ
-    // a statement that meets a concurrent update of the row fails with 40001 where the
-    // protocol's answer is simply "held" (acquire) or "done" (release).
-    client
-        .batch_execute(&format!(
-            "SET statement_timeout = {ms}; \
-             SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
-        ))
-        .map_err(store)?;
-    let t = &shared.table;
-    if shared.create_table {
-        if let Err(e) = client.batch_execute(&PgLock::schema(t)) {
-            // Two nodes creating the table at once: one of them gets a duplicate error
-            // from the catalog, and the table exists.
-            let raced = e.code().is_some_and(|c| {
-                *c == postgres::error::SqlState::UNIQUE_VIOLATION
-                    || *c == postgres::error::SqlState::DUPLICATE_TABLE
-                    || *c == postgres::error::SqlState::DUPLICATE_OBJECT
-            });
-            // A role without CREATE on the schema (ordinary roles on `public` since
-            // PostgreSQL 15) is refused even when the table exists: then it is used.
-            let denied = e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
-            if denied {
-                let exists: bool = client
-                    .query_one("SELECT to_regclass($1) IS NOT NULL", &[t])
-                    .map_err(store)?
-                    .get(0);
-                if !exists {
-                    let why = e
-                        .as_db_error()
-                        .map_or_else(|| e.to_string(), |d| d.message().to_owned());
-                    return Err(LockError::Store(
-                        format!(
-                            "{why}: the table {t} does not exist and this role may not create \
-                             it; create it once as a role that may (PgLock::schema gives the \
-                             statement) and grant this one SELECT, INSERT and UPDATE on it"
-                        )
-                        .into(),
-                    ));
-                }
-            } else if !raced {
-                return Err(store(e));
-            }
-        }
-    }
-    let acquire = client
-        .prepare(&format!(
-            "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by, token) \
-             VALUES ($1, now() + $2::float8 * interval '1 microsecond', now(), $3, 1) \
-             ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, \
-             locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by, token = l.token + 1 \
-             WHERE l.lock_until <= now() \
-             RETURNING token"
-        ))
-        .map_err(store)?;
-    let release = client
-        .prepare(&format!(
-            "UPDATE {t} SET lock_until = GREATEST(locked_at + $3::float8 * interval '1 microsecond', now()) \
-             WHERE name = $1 AND token = $2 AND lock_until > now()"
-        ))
-        .map_err(store)?;
-    let extend = client
-        .prepare(&format!(
-            "UPDATE {t} SET lock_until = now() + $3::float8 * interval '1 microsecond' \
-             WHERE name = $1 AND token = $2 AND lock_until > now()"
-        ))
-        .map_err(store)?;
-    let holder = client
-        .prepare(&format!(
-            "SELECT locked_by FROM {t} WHERE name = $1 AND lock_until > now()"
-        ))
-        .map_err(store)?;
-    let last = client
-        .prepare(&format!(
-            "SELECT extract(epoch FROM now() - locked_at)::float8 FROM {t} WHERE name = $1"
-        ))
-        .map_err(store)?;
-    Ok(Session {
-        client,
-        acquire,
-        release,
-        extend,
-        holder,
-        last,
-    })
-}
-
-/// A duration in microseconds, as the statements take it.
-fn micros(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
 /// A plain or schema-qualified SQL identifier, safe to put into a statement.
 fn valid_table(table: &str) -> bool {
     let part = |p: &str| {
@@ -744,74 +521,4 @@ fn default_node() -> String {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_names_are_checked_before_they_reach_sql() {
-        for ok in ["schedpool_locks", "app.locks", "_x1", "L"] {
-            assert!(valid_table(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "1abc",
-            "a-b",
-            "a.b.c",
-            "locks; DROP TABLE x",
-            "a.",
-            ".a",
-            "ä",
-        ] {
-            assert!(!valid_table(bad), "{bad}");
-        }
-        let long = "a".repeat(64);
-        assert!(!valid_table(&long));
-    }
-
-    #[test]
-    fn bad_configuration_is_an_error_not_a_panic() {
-        assert!(matches!(
-            PgLock::builder("host=localhost").table("x;y").build(),
-            Err(LockError::Config(_))
-        ));
-        assert!(matches!(
-            PgLock::new("postgresql://[::1"),
-            Err(LockError::Config(_))
-        ));
-    }
-
-    #[test]
-    fn dropping_the_lock_ends_its_connection_thread() {
-        let lock = PgLock::builder("host=127.0.0.1 port=1 user=x dbname=x")
-            .timeout(Duration::from_secs(2))
-            .build()
-            .unwrap();
-        assert!(lock.check().is_err()); // started the thread, which holds the state
-        let state = std::sync::Arc::downgrade(&lock.shared);
-        drop(lock);
-        let give_up = Instant::now() + Duration::from_secs(10);
-        while state.upgrade().is_some() {
-            assert!(
-                Instant::now() < give_up,
-                "the connection thread outlived its lock"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    #[test]
-    fn an_unreachable_server_fails_within_the_timeout() {
-        // Port 1 on loopback: nothing listens there, so the connection is refused.
-        let lock = PgLock::builder("host=127.0.0.1 port=1 user=x dbname=x")
-            .timeout(Duration::from_secs(2))
-            .build()
-            .unwrap();
-        let t0 = Instant::now();
-        assert!(lock.try_acquire("job", Duration::from_secs(1)).is_err());
-        assert!(lock.check().is_err());
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "each call is bounded by the timeout"
-        );
-    }
-}
+mod tests;

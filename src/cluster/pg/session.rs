@@ -1,0 +1,241 @@
+//! The connection thread of a [`PgLock`](super::PgLock): its session (the connection and
+//! its prepared statements), the loop that answers the lock's requests, and the
+//! connection itself (TLS as the connection string asks, READ COMMITTED, the table
+//! created if missing). The lock's side (requests, time-outs, abandoned threads) is in
+//! `mod.rs`.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[cfg(not(feature = "postgres-tls"))]
+use postgres::NoTls;
+use postgres::{Client, Statement};
+
+use super::{Answer, Op, PgLock, Request, Shared};
+use crate::cluster::LockError;
+use crate::sync::Ordering;
+
+/// A connection and its prepared statements.
+struct Session {
+    client: Client,
+    acquire: Statement,
+    release: Statement,
+    extend: Statement,
+    holder: Statement,
+    last: Statement,
+}
+
+/// The connection thread: runs the requests until its sender is dropped (the lock was
+/// dropped, or this thread was abandoned).
+pub(super) fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Request>) {
+    let mut session: Option<Session> = None;
+    while let Ok(req) = rx.recv() {
+        if Instant::now() >= req.give_up {
+            continue; // its caller has given up: do not take a lease nobody uses
+        }
+        let fresh = session.is_none();
+        let mut result = run(shared, &mut session, &req.op);
+        if connection_lost(&result, &session) {
+            session = None;
+            if !fresh && Instant::now() < req.give_up {
+                // The server closed a connection that was open before this request (a
+                // restart, a dropped connection): try once more on a new one. Safe for
+                // both statements: a release is keyed by its token, and an acquisition
+                // that did commit before the drop makes the retry find the lock held
+                // (LK1), so the run is skipped and that lease runs out by itself.
+                result = run(shared, &mut session, &req.op);
+                if connection_lost(&result, &session) {
+                    session = None;
+                }
+            }
+        }
+        let _ = req.reply.send(result); // a caller that gave up dropped its receiver
+    }
+    drop(session);
+    // An abandoned thread counts itself out (`abandon` moved the generation on); the
+    // current one ends only when the lock is dropped, and was never counted in.
+    if shared.conn.lock().generation != generation {
+        shared.abandoned.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether a failed call lost its connection: the client saw it close, the error says so,
+/// or the server's error is of the connection kind (SQLSTATE class 08, or 57P01–57P03: the
+/// backend was terminated, or the server is shutting down or not yet accepting). Right
+/// after `pg_terminate_backend` the server's FATAL 57P01 can arrive before the client
+/// marks itself closed, so the client's flag alone missed it, now and then.
+fn connection_lost(result: &Result<Answer, LockError>, session: &Option<Session>) -> bool {
+    let Err(err) = result else {
+        return false;
+    };
+    if session.as_ref().is_some_and(|s| s.client.is_closed()) {
+        return true;
+    }
+    let LockError::Store(e) = err else {
+        return false;
+    };
+    let Some(pg) = e.downcast_ref::<postgres::Error>() else {
+        return false;
+    };
+    pg.is_closed()
+        || pg.code().is_some_and(|c| {
+            let c = c.code();
+            c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03")
+        })
+}
+
+fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer, LockError> {
+    if session.is_none() {
+        *session = Some(connect(shared)?);
+    }
+    let s = session.as_mut().expect("connected just above");
+    let store = |e: postgres::Error| LockError::Store(Box::new(e));
+    Ok(match op {
+        Op::Acquire { name, at_most_for } => {
+            let row = s
+                .client
+                .query_opt(&s.acquire, &[name, &micros(*at_most_for), &shared.node])
+                .map_err(store)?;
+            Answer::Token(row.map(|r| r.get::<_, i64>(0).unsigned_abs()))
+        }
+        Op::Release {
+            name,
+            token,
+            at_least_for,
+        } => {
+            let token = i64::try_from(*token).unwrap_or(i64::MAX);
+            let n = s
+                .client
+                .execute(&s.release, &[name, &token, &micros(*at_least_for)])
+                .map_err(store)?;
+            Answer::Released(n == 1)
+        }
+        Op::Extend {
+            name,
+            token,
+            at_most_for,
+        } => {
+            let token = i64::try_from(*token).unwrap_or(i64::MAX);
+            let n = s
+                .client
+                .execute(&s.extend, &[name, &token, &micros(*at_most_for)])
+                .map_err(store)?;
+            Answer::Released(n == 1)
+        }
+        Op::LastAcquired { name } => {
+            let row = s.client.query_opt(&s.last, &[name]).map_err(store)?;
+            Answer::Age(row.map(|r| Duration::from_secs_f64(r.get::<_, f64>(0).max(0.0))))
+        }
+        Op::Holder { name } => {
+            let row = s.client.query_opt(&s.holder, &[name]).map_err(store)?;
+            Answer::Holder(row.map(|r| r.get::<_, String>(0)))
+        }
+        Op::Check => {
+            s.client.simple_query("SELECT 1").map_err(store)?;
+            Answer::Ready
+        }
+    })
+}
+
+/// A new connection: its statement timeout, the table if configured, the statements.
+fn connect(shared: &Shared) -> Result<Session, LockError> {
+    let store = |e: postgres::Error| LockError::Store(Box::new(e));
+    #[cfg(feature = "postgres-tls")]
+    let mut client = shared.config.connect(shared.tls.clone()).map_err(store)?;
+    #[cfg(not(feature = "postgres-tls"))]
+    let mut client = shared.config.connect(NoTls).map_err(store)?;
+    // A little under the caller's bound, so that a statement the database is slow with
+    // is cancelled there, with its error, before the caller gives up on the connection.
+    let ms = (shared.timeout.as_millis() * 3 / 4).max(1);
+    // READ COMMITTED whatever the database's or the role's default: each statement is
+    // atomic on its own (one row, `ON CONFLICT`), and at SERIALIZABLE or REPEATABLE READ
+    // a statement that meets a concurrent update of the row fails with 40001 where the
+    // protocol's answer is simply "held" (acquire) or "done" (release).
+    client
+        .batch_execute(&format!(
+            "SET statement_timeout = {ms}; \
+             SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
+        ))
+        .map_err(store)?;
+    let t = &shared.table;
+    if shared.create_table {
+        if let Err(e) = client.batch_execute(&PgLock::schema(t)) {
+            // Two nodes creating the table at once: one of them gets a duplicate error
+            // from the catalog, and the table exists.
+            let raced = e.code().is_some_and(|c| {
+                *c == postgres::error::SqlState::UNIQUE_VIOLATION
+                    || *c == postgres::error::SqlState::DUPLICATE_TABLE
+                    || *c == postgres::error::SqlState::DUPLICATE_OBJECT
+            });
+            // A role without CREATE on the schema (ordinary roles on `public` since
+            // PostgreSQL 15) is refused even when the table exists: then it is used.
+            let denied = e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
+            if denied {
+                let exists: bool = client
+                    .query_one("SELECT to_regclass($1) IS NOT NULL", &[t])
+                    .map_err(store)?
+                    .get(0);
+                if !exists {
+                    let why = e
+                        .as_db_error()
+                        .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+                    return Err(LockError::Store(
+                        format!(
+                            "{why}: the table {t} does not exist and this role may not create \
+                             it; create it once as a role that may (PgLock::schema gives the \
+                             statement) and grant this one SELECT, INSERT and UPDATE on it"
+                        )
+                        .into(),
+                    ));
+                }
+            } else if !raced {
+                return Err(store(e));
+            }
+        }
+    }
+    let acquire = client
+        .prepare(&format!(
+            "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by, token) \
+             VALUES ($1, now() + $2::float8 * interval '1 microsecond', now(), $3, 1) \
+             ON CONFLICT (name) DO UPDATE SET lock_until = EXCLUDED.lock_until, \
+             locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by, token = l.token + 1 \
+             WHERE l.lock_until <= now() \
+             RETURNING token"
+        ))
+        .map_err(store)?;
+    let release = client
+        .prepare(&format!(
+            "UPDATE {t} SET lock_until = GREATEST(locked_at + $3::float8 * interval '1 microsecond', now()) \
+             WHERE name = $1 AND token = $2 AND lock_until > now()"
+        ))
+        .map_err(store)?;
+    let extend = client
+        .prepare(&format!(
+            "UPDATE {t} SET lock_until = now() + $3::float8 * interval '1 microsecond' \
+             WHERE name = $1 AND token = $2 AND lock_until > now()"
+        ))
+        .map_err(store)?;
+    let holder = client
+        .prepare(&format!(
+            "SELECT locked_by FROM {t} WHERE name = $1 AND lock_until > now()"
+        ))
+        .map_err(store)?;
+    let last = client
+        .prepare(&format!(
+            "SELECT extract(epoch FROM now() - locked_at)::float8 FROM {t} WHERE name = $1"
+        ))
+        .map_err(store)?;
+    Ok(Session {
+        client,
+        acquire,
+        release,
+        extend,
+        holder,
+        last,
+    })
+}
+
+/// A duration in microseconds, as the statements take it.
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
