@@ -11,7 +11,11 @@
 3. Every invariant ID of `docs/DESIGN.md`'s index is stated ("- ID" or "ID (…):" in the
    `//!` notes) in the file its row names, and no ID is stated in two files.
 
-Usage: python3 scripts/tree_check.py [ROOT]. Prints what it finds; exits 1 if anything.
+Usage: python3 scripts/tree_check.py [ROOT]: prints what it finds; exits 1 if anything.
+       python3 scripts/tree_check.py --self-test [ROOT]: plants one change per check in a
+       copy of the tree (an import from queue/ into pool/, a circle between two files of
+       queue/, a file of 700 more lines, an invariant bullet removed, an ID stated in a
+       second file) and exits 1 unless each is reported.
 Standard library only.
 """
 
@@ -298,11 +302,76 @@ def check_invariants(root, src, mods):
     return found
 
 
-def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "."
+def check(root):
     src = os.path.join(root, "src")
     mods = modules(src)
     found = check_circles(src, mods) + check_sizes(src, mods) + check_invariants(root, src, mods)
+    return mods, found
+
+
+# Planted changes, each of which one check must report (`--self-test`): (file, edit, the
+# start of the line the check prints).
+PLANTS = [
+    (
+        "src/queue/heap.rs",
+        lambda s: s + "\nuse crate::pool::Shared;\n",
+        "IMPORT CIRCLE between top-level modules",
+    ),
+    (
+        "src/queue/lane.rs",
+        lambda s: s + "\nfn _planted() -> crate::queue::store::Store<u8, u8> { todo!() }\n",
+        "IMPORT CIRCLE between files",
+    ),
+    (
+        "src/throttle.rs",
+        lambda s: "".join(f"// planted line {i}\n" for i in range(700)) + s,
+        "TOO LONG: src/throttle.rs",
+    ),
+    (
+        "src/queue/sharded.rs",
+        lambda s: s.replace("//! - Q4:", "//! Q4 once said:", 1),
+        "NOT STATED: Q4 in src/queue/sharded.rs",
+    ),
+    (
+        "src/clock.rs",
+        lambda s: "//! - Q4: planted twice.\n" + s,
+        "ONE ID, 2 FILES: Q4",
+    ),
+]
+
+
+def self_test(root):
+    """Each planted change makes its check fail; the tree as it is passes."""
+    import shutil
+    import tempfile
+
+    _, found = check(root)
+    if found:
+        print("self-test: the tree itself does not pass; run without --self-test")
+        return 1
+    failures = 0
+    for path, edit, expect in PLANTS:
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(os.path.join(root, "src"), os.path.join(tmp, "src"))
+            shutil.copytree(os.path.join(root, "docs"), os.path.join(tmp, "docs"))
+            target = os.path.join(tmp, path)
+            text = open(target, encoding="utf-8").read()
+            changed = edit(text)
+            assert changed != text, f"the plant in {path} changed nothing"
+            open(target, "w", encoding="utf-8").write(changed)
+            _, found = check(tmp)
+            hit = [f for f in found if f.startswith(expect)]
+            print(f"self-test: planted in {path}: {'caught' if hit else 'MISSED'} ({expect})")
+            failures += not hit
+    return 1 if failures else 0
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    root = args[0] if args else "."
+    if "--self-test" in sys.argv[1:]:
+        sys.exit(self_test(root))
+    mods, found = check(root)
     for f in found:
         print(f)
     if not found:
