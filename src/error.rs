@@ -1,6 +1,7 @@
 //! Errors: [`TaskError`] (why a future has no value), [`PanicPayload`] (what a panicking
 //! task left) and [`ScheduleError`] (why a task was not accepted).
 
+use crate::sync::Arc;
 use std::any::{Any, TypeId};
 use std::fmt;
 
@@ -209,7 +210,26 @@ impl std::error::Error for TaskError {}
 /// Precedence when several apply: [`ZeroPeriod`](ScheduleError::ZeroPeriod) (an argument
 /// error), then [`Shutdown`](ScheduleError::Shutdown), then
 /// [`QueueFull`](ScheduleError::QueueFull).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// [`ThreadSpawn`](ScheduleError::ThreadSpawn) carries the operating system's error,
+/// which [`source`](std::error::Error::source) returns:
+///
+/// ```
+/// use schedpool::{ScheduleError, ScheduledThreadPoolExecutor};
+/// use std::error::Error;
+/// use std::time::Duration;
+///
+/// // A stack no thread can have: the first task finds no worker to run it.
+/// let pool = ScheduledThreadPoolExecutor::builder().thread_stack_size(usize::MAX / 2).build();
+/// match pool.schedule(Duration::ZERO, || ()) {
+///     Err(e @ ScheduleError::ThreadSpawn(_)) => {
+///         let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+///         assert!(io.is_some(), "the operating system's error: {e}");
+///     }
+///     other => panic!("expected ThreadSpawn, got {other:?}"),
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ScheduleError {
     /// The executor has been shut down (Java: `RejectedExecutionException`).
@@ -222,8 +242,57 @@ pub enum ScheduleError {
     ZeroPeriod,
     /// No worker thread could be started for the task (the operating system refused to
     /// create a thread, for example because of an oversized `thread_stack_size`), and no
-    /// other worker is alive to run it. The task was not queued.
-    ThreadSpawn,
+    /// other worker is alive to run it. The task was not queued. Holds the operating
+    /// system's error, the [`source`](std::error::Error::source) of this one.
+    ThreadSpawn(SpawnError),
+}
+
+/// The operating system's refusal to start a worker thread
+/// ([`ScheduleError::ThreadSpawn`]): the [`std::io::Error`] of `std::thread::Builder::spawn`,
+/// shared so that the error stays `Clone`. Two are equal when their kinds and messages
+/// are.
+#[derive(Clone)]
+pub struct SpawnError(Arc<std::io::Error>);
+
+impl SpawnError {
+    pub(crate) fn new(error: std::io::Error) -> Self {
+        SpawnError(Arc::new(error))
+    }
+
+    /// The operating system's error.
+    pub fn io_error(&self) -> &std::io::Error {
+        &self.0
+    }
+
+    fn key(&self) -> (std::io::ErrorKind, String) {
+        (self.0.kind(), self.0.to_string())
+    }
+}
+
+impl fmt::Debug for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq for SpawnError {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.key() == other.key()
+    }
+}
+
+impl Eq for SpawnError {}
+
+impl std::hash::Hash for SpawnError {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
+    }
 }
 
 impl fmt::Display for ScheduleError {
@@ -232,12 +301,19 @@ impl fmt::Display for ScheduleError {
             ScheduleError::Shutdown => "executor has been shut down",
             ScheduleError::QueueFull => "executor queue is full",
             ScheduleError::ZeroPeriod => "period or delay of a periodic task must be non-zero",
-            ScheduleError::ThreadSpawn => "no worker thread could be started",
+            ScheduleError::ThreadSpawn(_) => "no worker thread could be started",
         })
     }
 }
 
-impl std::error::Error for ScheduleError {}
+impl std::error::Error for ScheduleError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ScheduleError::ThreadSpawn(e) => Some(e.io_error()),
+            _ => None,
+        }
+    }
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

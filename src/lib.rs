@@ -136,7 +136,7 @@ pub use config::RejectionPolicy;
 #[cfg_attr(docsrs, doc(cfg(feature = "cron")))]
 pub use cron::{CronError, CronTrigger};
 pub use delay_queue::{DelayKey, DelayQueue, Expirations, Expired, NextExpired};
-pub use error::{PanicPayload, ScheduleError, TaskError};
+pub use error::{PanicPayload, ScheduleError, SpawnError, TaskError};
 pub use executor::Named;
 pub use executor::{ScheduledThreadPoolExecutor, Terminated, WeakExecutor};
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};

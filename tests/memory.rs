@@ -369,10 +369,10 @@ fn refused_submissions_free_their_closures_before_returning() {
         .core_pool_size(1)
         .thread_stack_size(usize::MAX)
         .build();
-    assert_eq!(
+    assert!(matches!(
         no_threads.schedule(sec(1), body(&drops)).unwrap_err(),
-        ScheduleError::ThreadSpawn
-    );
+        ScheduleError::ThreadSpawn(_)
+    ));
     assert_eq!(load(&drops), 4);
     for pool in [full, discard, no_threads] {
         pool.close();

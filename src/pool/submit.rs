@@ -10,7 +10,7 @@ use super::entry::{Entry, Guard};
 use super::{PoolRef, Shared, Stripe};
 use crate::clock::Ticks;
 use crate::config::RejectionPolicy;
-use crate::error::{ScheduleError, TaskError};
+use crate::error::{ScheduleError, SpawnError, TaskError};
 use crate::schedule::{First, Periodic};
 use crate::stats;
 use crate::sync::Arc;
@@ -172,12 +172,12 @@ impl Shared {
         match published {
             Ok(p) => {
                 if let Some(index) = p.spawn {
-                    if !self.start_worker(index) {
+                    if let Err(error) = self.start_worker(index) {
                         let job = p.job.as_deref().expect("kept when a worker is started");
                         if let Some(job) = self.unqueue_if_workerless(job, true) {
                             stats::bump(&self.counters.rejected);
                             crate::task::drop_quietly(job);
-                            return Err(ScheduleError::ThreadSpawn);
+                            return Err(ScheduleError::ThreadSpawn(SpawnError::new(error)));
                         }
                     }
                 }
@@ -325,7 +325,7 @@ impl Shared {
             Requeued::Queued => {}
         }
         if let Some(index) = spawn {
-            if !self.start_worker(index) {
+            if self.start_worker(index).is_err() {
                 if let Some(job) = self.unqueue_if_workerless(&*kept, false) {
                     if job.header().cancel() {
                         job.finish_cancelled();

@@ -239,7 +239,8 @@ impl Shared {
             }
         }
         for index in spawns {
-            self.start_worker(index);
+            // Traced by `start_worker`; a missing core thread starts with the next task.
+            let _ = self.start_worker(index);
         }
     }
 
@@ -254,7 +255,7 @@ impl Shared {
             else {
                 break;
             };
-            if !self.start_worker(index) {
+            if self.start_worker(index).is_err() {
                 break;
             }
             started += 1;
@@ -264,7 +265,7 @@ impl Shared {
 
     /// Starts the thread for a reserved worker slot; on failure releases the slot and
     /// returns false.
-    pub(super) fn start_worker(self: &Arc<Self>, index: usize) -> bool {
+    pub(super) fn start_worker(self: &Arc<Self>, index: usize) -> std::io::Result<()> {
         let mut builder = crate::sync::thread::Builder::new()
             .name(format!("{}{}", self.config.thread_name_prefix, index));
         if let Some(size) = self.config.thread_stack_size {
@@ -272,7 +273,7 @@ impl Shared {
         }
         let shared = self.clone();
         match builder.spawn(move || run(shared, index)) {
-            Ok(_) => true,
+            Ok(_) => Ok(()),
             Err(err) => {
                 crate::user::traced(
                     || tracing::error!(target: "schedpool", pool = self.name(), worker = index, error = %err, "could not start a worker thread"),
@@ -280,7 +281,7 @@ impl Shared {
                 if self.control.unreserve() {
                     self.log_terminated();
                 }
-                false
+                Err(err)
             }
         }
     }
@@ -406,7 +407,7 @@ impl Shared {
             crate::user::traced(
                 || tracing::error!(target: "schedpool", pool = self.name(), "a worker died unexpectedly; starting another"),
             );
-            self.start_worker(index);
+            let _ = self.start_worker(index); // traced by `start_worker`
         }
         if terminated {
             self.log_terminated();
