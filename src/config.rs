@@ -33,7 +33,7 @@ pub enum RejectionPolicy {
 }
 
 /// Everything `build` needs; immutable once the executor exists (the knobs with setters
-/// live in `Shared`).
+/// live in `Pool`).
 pub(crate) struct Config {
     pub(crate) core_pool_size: usize,
     /// The pool's name in every log event (`None`: from the thread name prefix).

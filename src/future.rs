@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::clock;
 use crate::error::TaskError;
 use crate::sync::Arc;
-use crate::task::{state::State, Host, Job, TaskRef, TypedTask};
+use crate::task::{state::State, Host, Task, TaskRef, TypedRef};
 
 /// The handle to a scheduled task: cancel it, wait for it, or take its outcome (Java:
 /// `ScheduledFuture`).
@@ -31,17 +31,17 @@ use crate::task::{state::State, Host, Job, TaskRef, TypedTask};
 /// assert!(matches!(fut.get(), Err(TaskError::Cancelled)));
 /// ```
 pub struct ScheduledFuture<T> {
-    task: TypedTask<T>,
+    task: TypedRef<T>,
     /// The pool, as one of its stripes (`pool/mod.rs`, `Stripe`).
     shared: Arc<dyn Host>,
 }
 
 impl<T> ScheduledFuture<T> {
-    pub(crate) fn new(task: TypedTask<T>, shared: Arc<dyn Host>) -> Self {
+    pub(crate) fn new(task: TypedRef<T>, shared: Arc<dyn Host>) -> Self {
         ScheduledFuture { task, shared }
     }
 
-    fn job(&self) -> &dyn Job {
+    fn job(&self) -> &dyn Task {
         &**self.task.task()
     }
 
@@ -205,7 +205,7 @@ impl<T> ScheduledFuture<T> {
 #[cfg(all(test, loom))]
 impl<T> ScheduledFuture<T> {
     /// Models: the task behind the future.
-    pub(crate) fn task(&self) -> &TypedTask<T> {
+    pub(crate) fn task(&self) -> &TypedRef<T> {
         &self.task
     }
 }

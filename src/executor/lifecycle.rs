@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::ScheduledThreadPoolExecutor;
 use crate::clock;
 use crate::future::PendingTask;
-use crate::pool::{self, Policy, Shared};
+use crate::pool::{self, Policy, Pool};
 use crate::stats::PoolStats;
 use crate::sync::{Arc, Weak};
 
@@ -292,7 +292,7 @@ impl Drop for ScheduledThreadPoolExecutor {
 /// [`ScheduledThreadPoolExecutor::downgrade`].
 #[derive(Clone)]
 pub struct WeakExecutor {
-    shared: Weak<Shared>,
+    shared: Weak<Pool>,
 }
 
 impl WeakExecutor {
@@ -322,7 +322,7 @@ impl fmt::Debug for WeakExecutor {
 /// [`ScheduledThreadPoolExecutor::terminated`].
 #[must_use = "a future does nothing unless polled"]
 pub struct Terminated {
-    shared: Arc<Shared>,
+    shared: Arc<Pool>,
 }
 
 impl std::future::Future for Terminated {

@@ -17,7 +17,7 @@ use crate::builder::Builder;
 use crate::clock::{self, Ticks};
 use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
-use crate::pool::Shared;
+use crate::pool::Pool;
 use crate::schedule::{Next, Periodic};
 use crate::stats::TaskInfo;
 use crate::sync::Arc;
@@ -66,7 +66,7 @@ pub use named::Named;
 /// pool.execute(move || drop(rc)).unwrap();
 /// ```
 pub struct ScheduledThreadPoolExecutor {
-    shared: Arc<Shared>,
+    shared: Arc<Pool>,
 }
 
 impl ScheduledThreadPoolExecutor {
@@ -331,7 +331,7 @@ impl ScheduledThreadPoolExecutor {
     }
 
     /// Submits a one-shot due at `deadline`; `now`: the clock reading it was computed
-    /// from, if any (`Shared::submit`).
+    /// from, if any (`Pool::submit`).
     fn schedule_body<B, T, N>(
         &self,
         deadline: Ticks,
@@ -505,7 +505,7 @@ impl ScheduledThreadPoolExecutor {
 
 #[cfg(all(test, loom))]
 impl ScheduledThreadPoolExecutor {
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
+    pub(crate) fn shared(&self) -> &Arc<Pool> {
         &self.shared
     }
 }
@@ -533,7 +533,7 @@ impl Builder {
     /// Builds the executor. No thread starts until a task needs one.
     pub fn build(self) -> ScheduledThreadPoolExecutor {
         ScheduledThreadPoolExecutor {
-            shared: Shared::new(self.into_config()),
+            shared: Pool::new(self.into_config()),
         }
     }
 }

@@ -7,17 +7,17 @@ use crate::sync::Ordering;
 
 use super::control::RunState;
 use super::shutdown::wake_if_drained;
-use super::{Shared, Stripe};
+use super::{Pool, Stripe};
 use crate::clock::{Clock, Ticks};
 use crate::future::CancelHandle;
 use crate::sync::Arc;
 use crate::task::sleepers::Sleepers;
-use crate::task::{state::State, Host, Job, TaskRef};
+use crate::task::{state::State, Host, Task, TaskRef};
 
-impl Shared {
+impl Pool {
     /// A task's deadline, wherever it is: in its node while it is queued (read under its
     /// home shard's lock, T4), in its header otherwise (`Header::when`).
-    pub(crate) fn deadline_of(&self, job: &dyn Job) -> Ticks {
+    pub(crate) fn deadline_of(&self, job: &dyn Task) -> Ticks {
         let header = job.header();
         let q = self.queue.lock(header.home());
         q.get_tracked(&header.position)
@@ -28,7 +28,7 @@ impl Shared {
     /// `now`: the caller's reading of the clock, if it made one for `at`
     /// (`reschedule_after`); the sequence number is stamped with it instead of a second
     /// reading (Q3 holds: the reading was made within this operation).
-    pub(crate) fn reschedule(&self, job: &dyn Job, at: Ticks, now: Option<Ticks>) -> bool {
+    pub(crate) fn reschedule(&self, job: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool {
         let header = job.header();
         let mut q = self.queue.lock(header.home()); // T4: the home shard
         match header.state() {
@@ -65,7 +65,7 @@ impl Shared {
     /// `interrupt` (Java's `cancel(true)`), a running one-shot is cancelled too
     /// (`task/state.rs`); its run sees it through its context. Returns true if this call
     /// cancelled it.
-    pub(crate) fn cancel(&self, job: &dyn Job, interrupt: bool) -> bool {
+    pub(crate) fn cancel(&self, job: &dyn Task, interrupt: bool) -> bool {
         let header = job.header();
         let won = if interrupt {
             header.interrupt()
@@ -98,63 +98,63 @@ impl Shared {
     }
 }
 
-/// What reaches the pool's core from a [`Host`]: the core itself, or one of its stripes.
-pub(crate) trait Core: Send + Sync {
-    fn core(&self) -> &Arc<Shared>;
+/// What reaches the pool from a [`Host`]: the pool's `Arc` itself, or one of its stripes.
+pub(crate) trait AsPool: Send + Sync {
+    fn pool(&self) -> &Arc<Pool>;
 }
 
-impl Core for Arc<Shared> {
+impl AsPool for Arc<Pool> {
     #[inline]
-    fn core(&self) -> &Arc<Shared> {
+    fn pool(&self) -> &Arc<Pool> {
         self
     }
 }
 
-impl Core for Stripe {
+impl AsPool for Stripe {
     #[inline]
-    fn core(&self) -> &Arc<Shared> {
+    fn pool(&self) -> &Arc<Pool> {
         &self.shared
     }
 }
 
 /// The seam a run and a task's handles see (`task::Host`): on the `Arc`, so a task
 /// context can make a cancel handle from it, and on a `Stripe`, which futures hold.
-impl<C: Core> Host for C {
+impl<P: AsPool> Host for P {
     fn name(&self) -> &str {
-        Shared::name(self.core())
+        Pool::name(self.pool())
     }
 
     fn is_stopping(&self) -> bool {
-        Shared::is_stopping(self.core())
+        Pool::is_stopping(self.pool())
     }
 
     fn sleepers(&self) -> &Sleepers {
-        &self.core().sleepers
+        &self.pool().sleepers
     }
 
     fn cancel_handle(&self, job: &TaskRef) -> CancelHandle {
-        CancelHandle::new(job.clone(), Stripe::new(Arc::clone(self.core())))
+        CancelHandle::new(job.clone(), Stripe::new(Arc::clone(self.pool())))
     }
 
     #[inline]
     fn clock(&self) -> &Clock {
-        Shared::clock(self.core())
+        Pool::clock(self.pool())
     }
 
-    fn cancel(&self, job: &dyn Job, interrupt: bool) -> bool {
-        Shared::cancel(self.core(), job, interrupt)
+    fn cancel(&self, job: &dyn Task, interrupt: bool) -> bool {
+        Pool::cancel(self.pool(), job, interrupt)
     }
 
-    fn reschedule(&self, job: &dyn Job, at: Ticks, now: Option<Ticks>) -> bool {
-        Shared::reschedule(self.core(), job, at, now)
+    fn reschedule(&self, job: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool {
+        Pool::reschedule(self.pool(), job, at, now)
     }
 
-    fn deadline_of(&self, job: &dyn Job) -> Ticks {
-        Shared::deadline_of(self.core(), job)
+    fn deadline_of(&self, job: &dyn Task) -> Ticks {
+        Pool::deadline_of(self.pool(), job)
     }
 
     fn run_here(&self, job: &TaskRef) {
-        let report = job.run_now(&Shared::env_now(self.core(), job), true);
+        let report = job.run_now(&Pool::env_now(self.pool(), job), true);
         debug_assert!(report.next.is_none(), "a pending task runs once");
     }
 }

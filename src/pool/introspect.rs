@@ -1,12 +1,12 @@
 //! What the pool shows of itself: the statistics snapshot and the snapshot of the
 //! queued tasks. Reads only: each takes every shard's lock once, briefly.
 
-use super::shared::Shared;
+use super::shared::Pool;
 use crate::clock::Ticks;
 use crate::stats::{self, PoolStats, TaskInfo};
 use crate::task::{state::State, TaskRef};
 
-impl Shared {
+impl Pool {
     /// The counters, the lateness summary and the queue's size
     /// (`ScheduledThreadPoolExecutor::stats`).
     pub(crate) fn stats(&self) -> PoolStats {

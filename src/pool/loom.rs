@@ -7,14 +7,14 @@
 
 use std::time::Duration;
 
-use crate::pool::Shared;
+use crate::pool::Pool;
 use crate::sync::{thread, Arc};
-use crate::task::{state::State, OnceTask, Plain, TaskRef, TypedTask};
+use crate::task::{state::State, OnceTask, Plain, TaskRef, TypedRef};
 use crate::{Builder, ManualClock, ScheduledThreadPoolExecutor};
 
 /// An executor on a `ManualClock` whose only worker is played by the model (no thread
 /// starts while that worker holds its slot), built from `builder`.
-pub(crate) fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Shared>) {
+pub(crate) fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Pool>) {
     let ex = builder.core_pool_size(1).clock(ManualClock::new()).build();
     let shared = ex.shared().clone();
     shared.pretend_worker();
@@ -84,7 +84,7 @@ fn loom_termination_vs_shutdown_completing_removed_tasks() {
         let fut = ex
             .schedule_at_fixed_rate(Duration::from_secs(1), Duration::from_secs(1), || ())
             .unwrap();
-        let job: TypedTask<()> = fut.task().clone();
+        let job: TypedRef<()> = fut.task().clone();
         let worker = {
             let (shared, job) = (shared.clone(), job.clone());
             thread::spawn(move || {

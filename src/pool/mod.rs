@@ -1,5 +1,5 @@
 //! The machinery behind [`ScheduledThreadPoolExecutor`](crate::ScheduledThreadPoolExecutor):
-//! `Shared` (`shared.rs`: its fields and reads), split by protocol into submission
+//! `Pool` (`shared.rs`: its fields and reads), split by protocol into submission
 //! (`submit.rs`: E1, E2), the task handles' requests (`host.rs`), shutdown (`shutdown.rs`:
 //! E3–E5), the worker lifecycle (`worker.rs`), the control state (`control.rs`) and the
 //! snapshots (`introspect.rs`); the queue's node is `entry.rs`.
@@ -42,14 +42,14 @@
 //! - E1 (reserve-then-publish): a queued task always has a reserved worker slot. A
 //!   submission reads the word, reserves a slot if fewer than the core size are reserved
 //!   (one when the core size is 0), and pushes, all in the critical section of the
-//!   submitting thread's shard (`Shared::publish`). A worker gives its slot up only while
+//!   submitting thread's shard (`Pool::publish`). A worker gives its slot up only while
 //!   it holds every shard's lock: when the queue is drained after shutdown, or as a
 //!   timed-out surplus worker by an exchange that requires it still to be surplus and
-//!   another slot to remain or the queue to be empty (`Shared::release_if_surplus`). So a
+//!   another slot to remain or the queue to be empty (`Pool::release_if_surplus`). So a
 //!   submission either sees the smaller count (and reserves) or is seen by the worker
 //!   (which stays). A thread that dies abnormally reserves its replacement in the exchange
 //!   that releases it. The one exception: a worker thread that could not be started
-//!   gives its slot back with no lock held (`Shared::start_worker`, `Control::unreserve`);
+//!   gives its slot back with no lock held (`Pool::start_worker`, `Control::unreserve`);
 //!   the task it was reserved for then has no worker until `unqueue_if_workerless` takes
 //!   it back out of the queue and fails its submission (`pool/submit.rs`).
 //! - E2: a task is accepted only while running. `shutdown` and `shutdown_now` change the
@@ -91,18 +91,15 @@ pub(crate) mod loom;
 
 #[cfg(all(test, not(loom)))]
 pub(crate) use entry::Entry;
-pub(crate) use shared::Shared;
+pub(crate) use shared::Pool;
 
 use crate::sync::Arc;
 
-/// A reference to the pool held by futures and cancel handles: an `Arc` of one of the
-/// per-shard [`Stripe`]s, so that futures made on different threads do not all count
-/// references on the one `Arc<Shared>` (a contended cache line per `schedule` and per
-/// drop; `docs/BENCHMARKS.md`). Derefs to [`Shared`].
-pub(crate) type PoolRef = Arc<Stripe>;
-
-/// One shard's reference to the pool (see [`PoolRef`]). Each shard's [`Tally`] holds one
-/// until the last executor handle is dropped (`Shared::release_stripes`), so that a
+/// One shard's reference to the pool, what futures and cancel handles hold (as an
+/// `Arc<Stripe>`), so that futures made on different threads do not all count
+/// references on the one `Arc<Pool>` (a contended cache line per `schedule` and per
+/// drop; `docs/BENCHMARKS.md`). Derefs to [`Pool`]. Each shard's [`Tally`] holds one
+/// until the last executor handle is dropped (`Pool::release_stripes`), so that a
 /// submission clones it in its shard's critical section; each stripe holds the pool
 /// alive as long as a future does.
 ///
@@ -111,21 +108,21 @@ pub(crate) type PoolRef = Arc<Stripe>;
 /// reference counts are written by different threads.
 #[repr(align(128))]
 pub(crate) struct Stripe {
-    shared: Arc<Shared>,
+    shared: Arc<Pool>,
 }
 
 impl Stripe {
     /// A stripe of its own, for the rare futures made without a shard (a periodic task
     /// over before its first run, a shut-down pool's handle).
-    pub(crate) fn new(shared: Arc<Shared>) -> PoolRef {
+    pub(crate) fn new(shared: Arc<Pool>) -> Arc<Stripe> {
         Arc::new(Stripe { shared })
     }
 }
 
 impl std::ops::Deref for Stripe {
-    type Target = Shared;
+    type Target = Pool;
     #[inline]
-    fn deref(&self) -> &Shared {
+    fn deref(&self) -> &Pool {
         &self.shared
     }
 }
@@ -145,10 +142,10 @@ pub(crate) struct Tally {
     /// without queueing, counted in `Counters::task_count`); counted under the shard's
     /// lock instead of in a shared atomic.
     pub(crate) submitted: u64,
-    /// This shard's reference to the pool for the futures of its submissions ([`PoolRef`]);
+    /// This shard's reference to the pool for the futures of its submissions ([`Arc<Stripe>`]);
     /// `None` once the last executor handle is gone (which breaks the cycle
-    /// `Shared` → `Tally` → `Stripe` → `Shared`).
-    pub(crate) stripe: Option<PoolRef>,
+    /// `Pool` → `Tally` → `Stripe` → `Pool`).
+    pub(crate) stripe: Option<Arc<Stripe>>,
 }
 
 /// The executor's policy flags with setters.

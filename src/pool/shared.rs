@@ -1,4 +1,4 @@
-//! `Shared`: the core behind every handle, future and worker: its fields, its
+//! `Pool`: the core behind every handle, future and worker: its fields, its
 //! construction, and the reads every part of the pool makes. What it does is split by
 //! protocol (invariants E1–E5 in `pool/mod.rs`): submission and re-queue in `submit.rs`
 //! (E1, E2), what a task's handles ask of the pool in `host.rs` (T4, S1), shutdown and
@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::control::{Control, RunState};
 use super::entry::Queue;
-use super::{Policy, PoolRef, Stripe, Tally};
+use super::{Policy, Stripe, Tally};
 use crate::clock::{AdvanceListener, Clock};
 use crate::config::Config;
 use crate::queue::sharded::ShardedQueue;
@@ -39,7 +39,7 @@ fn shard_count() -> usize {
 }
 
 /// The core behind every handle, future and worker.
-pub(crate) struct Shared {
+pub(crate) struct Pool {
     pub(crate) queue: Queue,
     /// Run state, worker and thread counts, termination (`control.rs`); not under the
     /// queue lock.
@@ -64,18 +64,18 @@ pub(crate) struct Shared {
     pub(super) reject_log: Throttle,
 }
 
-impl AdvanceListener for Shared {
+impl AdvanceListener for Pool {
     fn on_advance(&self) {
         self.queue.on_advance();
         self.sleepers.wake(); // S1: tasks asleep on virtual time re-read it
     }
 }
 
-impl Shared {
+impl Pool {
     /// The core of a new executor, registered with its clock.
-    pub(crate) fn new(config: Config) -> Arc<Shared> {
+    pub(crate) fn new(config: Config) -> Arc<Pool> {
         let clock = config.clock.clone().map_or_else(Clock::real, Clock::Manual);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Pool {
             queue: ShardedQueue::new(
                 clock.clone(),
                 shard_count(),
@@ -112,7 +112,7 @@ impl Shared {
     /// freed once the last future and worker let go of it. (No submission can follow: it
     /// would need a handle.)
     pub(crate) fn release_stripes(&self) {
-        let stripes: Vec<Option<PoolRef>> = self
+        let stripes: Vec<Option<Arc<Stripe>>> = self
             .queue
             .lock_all()
             .shards()
@@ -221,9 +221,9 @@ impl Shared {
     }
 }
 
-impl fmt::Debug for Shared {
+impl fmt::Debug for Pool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("Pool")
             .field("control", &self.control)
             .field("queued", &self.queue_len())
             .finish_non_exhaustive()
@@ -231,7 +231,7 @@ impl fmt::Debug for Shared {
 }
 
 #[cfg(all(test, loom))]
-impl Shared {
+impl Pool {
     /// Models: reserve a worker slot that the model's own thread plays, so no thread starts.
     pub(crate) fn pretend_worker(&self) {
         let reserved = self.control.reserve_if(|_| true);

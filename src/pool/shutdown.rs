@@ -8,10 +8,10 @@ use crate::sync::Ordering;
 
 use super::control::RunState;
 use super::entry::{All, Entry};
-use super::{Policy, Shared};
+use super::{Policy, Pool};
 use crate::task::{state::State, TaskRef};
 
-impl Shared {
+impl Pool {
     /// Java `shutdown`: no new tasks; queued ones follow the run-after-shutdown policies.
     pub(crate) fn shutdown(&self) {
         // E2: the run state changes before the pass over the queue; E5: this call holds
@@ -150,7 +150,7 @@ impl Shared {
 /// E3: after shutdown, a drained queue wakes every idle worker so it can exit. Called
 /// with no shard locked, after a removal; `is_empty_synced` makes sure that of two
 /// threads emptying the last two shards at once, one sees both empty.
-pub(super) fn wake_if_drained(shared: &Shared) {
+pub(super) fn wake_if_drained(shared: &Pool) {
     if !shared.control.load().is_running() && shared.queue.is_empty_synced() {
         shared.queue.wake_all();
     }

@@ -7,7 +7,7 @@ use crate::sync::Ordering;
 
 use super::control::RunState;
 use super::entry::{Entry, Guard};
-use super::{PoolRef, Shared, Stripe};
+use super::{Pool, Stripe};
 use crate::clock::Ticks;
 use crate::config::RejectionPolicy;
 use crate::error::{ScheduleError, SpawnError, TaskError};
@@ -15,14 +15,14 @@ use crate::schedule::{First, Periodic};
 use crate::stats;
 use crate::sync::Arc;
 use crate::task::{
-    state::State, Job, Label, OnceBody, OnceTask, PeriodicBody, PeriodicTask, TaskRef, TypedTask,
+    state::State, Label, OnceBody, OnceTask, PeriodicBody, PeriodicTask, Task, TaskRef, TypedRef,
     NO_DEADLINE,
 };
 
 /// A task accepted by the pool: what its future holds.
-pub(crate) type Scheduled<T> = (TypedTask<T>, PoolRef);
+pub(crate) type Scheduled<T> = (TypedRef<T>, Arc<Stripe>);
 
-impl Shared {
+impl Pool {
     /// Builds and submits a one-shot task named `name` (`()`: unnamed) with the body the
     /// handle chose (the closure, linked to the submitter's span or not); `now` as for
     /// [`submit`](Self::submit).
@@ -40,7 +40,7 @@ impl Shared {
         N: Label,
     {
         // The future's reference and the queue's, counted as two from the start.
-        let (task, queued): (TypedTask<T>, TaskRef) =
+        let (task, queued): (TypedRef<T>, TaskRef) =
             TaskRef::new_typed_pair(OnceTask::named(deadline, task, name));
         match self.submit(queued, now, true) {
             Ok(stripe) => Ok((task, stripe.unwrap_or_else(|| Stripe::new(self.clone())))),
@@ -144,7 +144,7 @@ impl Shared {
     /// Queues a new task, or applies the rejection policy. `now`: the clock reading the
     /// caller computed the task's deadline from, if it made one: the stamp of the task's
     /// sequence number (`queue/sharded.rs`, Q3), and if the deadline is not after it, the
-    /// task is due and may take the ready lane (`queue/lane.rs`). Returns the shard's [`PoolRef`] for the task's future when
+    /// task is due and may take the ready lane (`queue/lane.rs`). Returns the shard's [`Arc<Stripe>`] for the task's future when
     /// it was queued and `future` says the caller makes a future (`None` when a policy
     /// took it, or the pool was being dropped).
     #[inline]
@@ -153,7 +153,7 @@ impl Shared {
         job: TaskRef,
         now: Option<Ticks>,
         future: bool,
-    ) -> Result<Option<PoolRef>, ScheduleError> {
+    ) -> Result<Option<Arc<Stripe>>, ScheduleError> {
         let published = if self.config.max_queued_tasks == usize::MAX {
             let mut q = self.queue.lock(self.queue.local_shard());
             self.publish(&mut q, job, now, 0, future)
@@ -291,7 +291,7 @@ impl Shared {
     /// queue so it is not stranded (E1), and returns it; `new`: it was a new submission
     /// (un-counted again), not a re-queue.
     #[cold]
-    pub(super) fn unqueue_if_workerless(&self, job: &dyn Job, new: bool) -> Option<TaskRef> {
+    pub(super) fn unqueue_if_workerless(&self, job: &dyn Task, new: bool) -> Option<TaskRef> {
         // E1: workers release their slots only under every shard's lock, so this shard's
         // lock orders the check against them.
         let mut q = self.queue.lock(job.header().home()); // T4
@@ -376,7 +376,7 @@ impl Shared {
     }
 }
 
-/// A queued submission, as `Shared::publish` leaves it.
+/// A queued submission, as `Pool::publish` leaves it.
 pub(crate) struct Published {
     /// A reference to the task, kept only when a worker is to be started for it, to take
     /// it back by if that fails (E1).
@@ -384,7 +384,7 @@ pub(crate) struct Published {
     /// A worker slot reserved for it, to start after unlocking (E1).
     pub(crate) spawn: Option<usize>,
     /// The shard's reference to the pool for the task's future.
-    pub(crate) stripe: Option<PoolRef>,
+    pub(crate) stripe: Option<Arc<Stripe>>,
 }
 
 /// What became of a periodic task's re-queue.

@@ -1,10 +1,10 @@
 //! The worker loop: take a task, run it, account for it, re-queue it if periodic; exit
-//! when `Shared::next_task` says so. Panic containment and the thread hooks live here.
+//! when `Pool::next_task` says so. Panic containment and the thread hooks live here.
 //!
 //! # Invariants
 //! - WK1: a worker holds its worker slot from its reservation until `next_task` releases
 //!   it or, if the loop itself unwinds (a crate bug: user code is contained), until
-//!   [`ExitGuard`] releases it; either way `Shared::worker_exited` runs exactly once.
+//!   [`ExitGuard`] releases it; either way `Pool::worker_exited` runs exactly once.
 //! - WK2: user code (task bodies, hooks, destructors of task outputs, the `task` span's
 //!   subscriber) runs with no lock held, inside `catch_unwind` (U1 and U2 of `user.rs`):
 //!   a periodic task cancelled before its re-queue is dropped after the home shard is
@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use super::control::RunState;
 use super::entry::Entry;
-use super::shared::Shared;
+use super::shared::Pool;
 use super::shutdown::wake_if_drained;
 use super::submit::Requeued;
 use crate::clock::{self, Ticks};
@@ -28,18 +28,18 @@ use crate::sync::Arc;
 use crate::task::{drop_quietly, RunEnv, TaskRef};
 
 thread_local! {
-    /// The address of the `Shared` this thread works for; 0 on other threads.
+    /// The address of the `Pool` this thread works for; 0 on other threads.
     static CURRENT_POOL: Cell<usize> = const { Cell::new(0) };
 }
 
 /// `true` on one of `shared`'s own worker threads (so `close` must not wait for itself).
-pub(crate) fn is_worker_of(shared: &Shared) -> bool {
-    CURRENT_POOL.with(|p| p.get() == shared as *const Shared as usize)
+pub(crate) fn is_worker_of(shared: &Pool) -> bool {
+    CURRENT_POOL.with(|p| p.get() == shared as *const Pool as usize)
 }
 
 /// WK1: runs `worker_exited` even if the loop unwinds.
 struct ExitGuard {
-    shared: Arc<Shared>,
+    shared: Arc<Pool>,
     released: bool,
     active: bool,
 }
@@ -51,7 +51,7 @@ impl Drop for ExitGuard {
 }
 
 /// The body of worker thread `index`.
-pub(crate) fn run(shared: Arc<Shared>, index: usize) {
+pub(crate) fn run(shared: Arc<Pool>, index: usize) {
     CURRENT_POOL.with(|p| p.set(Arc::as_ptr(&shared) as usize));
     reduce_timer_slack(shared.name());
     crate::user::traced(
@@ -97,7 +97,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize) {
 /// lateness (start − deadline). Returns a periodic task's next run, for `next_task` to
 /// re-queue in the same critical section as the next take.
 fn run_task(
-    shared: &Arc<Shared>,
+    shared: &Arc<Pool>,
     index: usize,
     entry: Entry,
     now: clock::Ticks,
@@ -210,7 +210,7 @@ fn run_hook(hook: Option<&Hook>, name: &'static str, pool: &str) {
 
 /// The worker lifecycle: spawn, get-task (with keep-alive), exit; and `wait_idle`, which
 /// waits for the workers to go idle.
-impl Shared {
+impl Pool {
     pub(crate) fn wait_idle(&self, until: Option<Instant>) -> bool {
         if is_worker_of(self) {
             return false;
@@ -334,7 +334,7 @@ impl Shared {
             if timed && timed_out && self.release_if_surplus() {
                 return None;
             }
-            // Relaxed: see `Shared::epoch`.
+            // Relaxed: see `Pool::epoch`.
             let epoch = self.epoch.load(Ordering::Relaxed);
             let timeout = if timed {
                 clock::timeout_at(self.config.keep_alive)

@@ -2,7 +2,7 @@
 //! into shards so that producers, cancellers and workers do not all take one lock.
 //!
 //! # Design
-//! The queue is `S` shards (a power of two up to 64, `Shared::new` picks it from the CPU
+//! The queue is `S` shards (a power of two up to 64, `Pool::new` picks it from the CPU
 //! count), each a [`Store`] (heap + ready lane) under its own mutex, plus one
 //! *coordinator* mutex for the waiting takers:
 //!

@@ -163,7 +163,7 @@ impl Header {
     }
 
     /// The deadline of a task out of the queue (`when`); a queued task's is in
-    /// its node (`Shared::deadline_of` finds either).
+    /// its node (`Pool::deadline_of` finds either).
     #[inline]
     pub(crate) fn deadline(&self) -> Ticks {
         self.when.load(Ordering::Relaxed)
@@ -202,7 +202,7 @@ impl Header {
     }
 
     /// -> CANCELLED from SCHEDULED, or from RUNNING for a periodic task. `true` if this
-    /// call made the transition (T2: the caller must then run `Job::finish_cancelled`).
+    /// call made the transition (T2: the caller must then run `Task::finish_cancelled`).
     #[must_use]
     pub(crate) fn cancel(&self) -> bool {
         self.state.cancel(self.is_periodic())

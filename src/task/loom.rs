@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::clock::{Clock, ManualClock};
-use crate::pool::Shared;
+use crate::pool::Pool;
 use crate::schedule::{Limits, Schedule};
 use crate::sync::{thread, Arc};
 use crate::task::{state::State, OnceTask, PeriodicTask, Plain, RunEnv, TaskRef};
@@ -35,7 +35,7 @@ impl Drop for DropCount {
 
 /// An executor on a `ManualClock` whose only worker is played by a model thread (no
 /// thread starts), and its core.
-fn pool_with_model_worker() -> (crate::ScheduledThreadPoolExecutor, Arc<Shared>) {
+fn pool_with_model_worker() -> (crate::ScheduledThreadPoolExecutor, Arc<Pool>) {
     crate::pool::loom::pool(Builder::new())
 }
 
@@ -267,7 +267,7 @@ impl std::task::Wake for Flag {
 /// and polls again, which must be ready: a wake that never comes spins until the model
 /// fails.
 fn poll_until_ready(
-    task: &crate::task::TypedTask<u32>,
+    task: &crate::task::TypedRef<u32>,
     flag: &Arc<Flag>,
 ) -> Result<u32, crate::TaskError> {
     use std::task::{Context, Poll, Waker};

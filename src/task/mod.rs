@@ -4,7 +4,7 @@
 //! A task is one allocation that starts with its [`Header`] (state word, deadline, queue
 //! position, reference count, vtable). The queue, the workers and the handles hold it
 //! through a [`TaskRef`], a counted thin pointer (`raw.rs`: tokio's `RawTask` shape); a
-//! [`ScheduledFuture`](crate::ScheduledFuture) holds a [`TypedTask`], which also knows the
+//! [`ScheduledFuture`](crate::ScheduledFuture) holds a [`TypedRef`], which also knows the
 //! output type. A one-shot keeps its closure, then its outcome, in one slot guarded by
 //! flags in its state word (`raw.rs`, R4); its waiters wait in a table outside it
 //! (`waiting.rs`). A periodic task keeps the mutex-guarded stage of `completion.rs`, which
@@ -84,15 +84,22 @@ pub(crate) use completion::{Completion, Outcome};
 pub(crate) use header::{Header, NO_DEADLINE};
 pub(crate) use once::OnceTask;
 pub(crate) use periodic::PeriodicTask;
-pub(crate) use raw::{Task, TaskRef, TypedTask};
+pub(crate) use raw::{TaskRef, TypedRef};
 use run::count_run;
 pub(crate) use run::{
     Declined, Host, Label, OnceBody, PeriodicBody, Plain, RunCx, RunEnv, RunReport, Step,
 };
 
 /// A task as the queue and the workers see it.
-pub(crate) trait Job: Send + Sync {
+pub(crate) trait Task: Send + Sync {
     fn header(&self) -> &Header;
+
+    /// The header, mutably, before the task is shared: a task type a [`TaskRef`] holds
+    /// has its [`Header`] as its first field under `#[repr(C)]` (R1 in `raw.rs`;
+    /// `TaskRef::new` checks it), and hands it out here (R2).
+    fn header_mut(&mut self) -> &mut Header
+    where
+        Self: Sized;
 
     /// A periodic task's `rescheduled` cell (T4); `None` for a one-shot, which is never
     /// re-queued.
@@ -130,7 +137,7 @@ pub(crate) trait Job: Send + Sync {
 }
 
 /// A task whose output type is known: what a `ScheduledFuture<T>` holds.
-pub(crate) trait TypedJob<T>: Job {
+pub(crate) trait TypedTask<T>: Task {
     /// Where the outcome is delivered (a one-shot itself, `once.rs`; a periodic task's
     /// `Completion`).
     fn outcome(&self) -> &dyn Outcome<T>;

@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use super::raw::{OnceCore, Started};
 use super::{
-    count_run, drop_quietly, waiting, Header, Job, Label, OnceBody, Outcome, RunCx, RunEnv,
-    RunReport, Task, TypedJob,
+    count_run, drop_quietly, waiting, Header, Label, OnceBody, Outcome, RunCx, RunEnv, RunReport,
+    Task, TypedTask,
 };
 use crate::clock::Ticks;
 use crate::error::{run_caught, TaskError};
@@ -96,7 +96,7 @@ where
     }
 }
 
-impl<F, T, N> Job for OnceTask<F, T, N>
+impl<F, T, N> Task for OnceTask<F, T, N>
 where
     F: OnceBody<T>,
     T: Send + 'static,
@@ -104,6 +104,10 @@ where
 {
     fn header(&self) -> &Header {
         self.core.header()
+    }
+
+    fn header_mut(&mut self) -> &mut Header {
+        self.core.header_mut()
     }
 
     fn name(&self) -> Option<&str> {
@@ -134,18 +138,7 @@ where
     }
 }
 
-impl<F, T, N> Task for OnceTask<F, T, N>
-where
-    F: OnceBody<T>,
-    T: Send + 'static,
-    N: Label,
-{
-    fn header_mut(&mut self) -> &mut Header {
-        self.core.header_mut()
-    }
-}
-
-impl<F, T, N> TypedJob<T> for OnceTask<F, T, N>
+impl<F, T, N> TypedTask<T> for OnceTask<F, T, N>
 where
     F: OnceBody<T>,
     T: Send + 'static,
@@ -420,7 +413,7 @@ mod tests {
 mod races {
     use super::*;
     use crate::task::testing::{clock, env, DropCount};
-    use crate::task::{Plain, TaskRef, TypedTask};
+    use crate::task::{Plain, TaskRef, TypedRef};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::task::Wake;
@@ -452,7 +445,7 @@ mod races {
 
     /// A one-shot whose closure and output count their drops, as the pool makes it: the
     /// future's typed reference and the queue's.
-    fn one_shot(counts: &Counts) -> (TypedTask<DropCount>, TaskRef) {
+    fn one_shot(counts: &Counts) -> (TypedRef<DropCount>, TaskRef) {
         let guard = DropCount(counts.closure.clone());
         let output = counts.output.clone();
         let ran = counts.ran.clone();

@@ -9,8 +9,8 @@
 use super::state::{End, Exchange, Start};
 use super::NO_DEADLINE;
 use super::{
-    count_run, drop_quietly, Completion, Declined, Header, Job, Outcome, PeriodicBody, RunCx,
-    RunEnv, RunReport, Step, TypedJob,
+    count_run, drop_quietly, Completion, Declined, Header, Outcome, PeriodicBody, RunCx, RunEnv,
+    RunReport, Step, Task, TypedTask,
 };
 use crate::clock::{self, Ticks};
 use crate::error::{run_caught, PanicPayload, TaskError};
@@ -291,13 +291,11 @@ impl<F: PeriodicBody> PeriodicTask<F> {
     }
 }
 
-impl<F: PeriodicBody> super::Task for PeriodicTask<F> {
+impl<F: PeriodicBody> Task for PeriodicTask<F> {
     fn header_mut(&mut self) -> &mut Header {
         &mut self.header
     }
-}
 
-impl<F: PeriodicBody> Job for PeriodicTask<F> {
     fn header(&self) -> &Header {
         &self.header
     }
@@ -335,7 +333,7 @@ impl<F: PeriodicBody> Job for PeriodicTask<F> {
     }
 }
 
-impl<F: PeriodicBody> TypedJob<F::Output> for PeriodicTask<F> {
+impl<F: PeriodicBody> TypedTask<F::Output> for PeriodicTask<F> {
     fn outcome(&self) -> &dyn Outcome<F::Output> {
         &self.done
     }

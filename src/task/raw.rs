@@ -4,7 +4,7 @@
 //! Two things a pending one-shot paid for in bytes, made here with `unsafe` because no
 //! safe type gives them: a thin counted pointer, and a one-shot's slot without a mutex.
 //!
-//! The queue, the workers and the handles held every task as `Arc<dyn Job>`: a 16-byte
+//! The queue, the workers and the handles held every task as `Arc<dyn Task>`: a 16-byte
 //! fat pointer in every heap node and lane slot, and 16 bytes of reference counts (strong
 //! and weak, the weak one never used) in front of every task. A `TaskRef` is 8 bytes; the
 //! task's header holds the pointer to its [`VTable`] (8 bytes) and the reference count (4
@@ -27,7 +27,7 @@
 //!   type keeps its header as its first field, `#[repr(C)]`).
 //! - R2: the header's `vtable` is made for that same `J`: `vtable::<J>()` by
 //!   [`TaskRef::new`], or `typed_vtable::<T, J>()` by [`TaskRef::new_typed`], which alone
-//!   makes the [`TypedTask<T>`]s that call its `outcome` entry for that `T`. It is written
+//!   makes the [`TypedRef<T>`]s that call its `outcome` entry for that `T`. It is written
 //!   through `&mut` before the task is shared, and nothing writes it again.
 //! - R3: the header's count is the number of live `TaskRef`s to the task (at least 1
 //!   while any exists); the one that takes it to 0 frees the box, once.
@@ -60,7 +60,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::state::{End, Exchange, Start, State, CLOSURE, OUTPUT, WAITING};
-use super::{drop_quietly, waiting, Header, Job, Outcome, TypedJob};
+use super::{drop_quietly, waiting, Header, Outcome, Task, TypedTask};
 use crate::clock::Ticks;
 use crate::error::{PanicPayload, TaskError};
 use crate::sync::UnsafeCell;
@@ -68,17 +68,17 @@ use crate::sync::UnsafeCell;
 /// What a [`TaskRef`] needs to know of its task's type (R2).
 pub(crate) struct VTable {
     /// The task as the trait object the pool calls.
-    job: unsafe fn(NonNull<Header>) -> NonNull<dyn Job>,
+    job: unsafe fn(NonNull<Header>) -> NonNull<dyn Task>,
     /// Drops the task and frees its box.
     dealloc: unsafe fn(NonNull<Header>),
     /// Writes the task's completion, a `NonNull<dyn Outcome<T>>`, where the second
     /// argument points: only in the vtable of a task boxed by [`TaskRef::new_typed`] for
-    /// that `T`, and only called through a [`TypedTask<T>`] of the same `T` (R2).
+    /// that `T`, and only called through a [`TypedRef<T>`] of the same `T` (R2).
     outcome: unsafe fn(NonNull<Header>, *mut ()),
 }
 
 /// The vtable of a task of type `J`, whose output type no handle will ask for.
-fn vtable<J: Task>() -> &'static VTable {
+fn vtable<J: Task + 'static>() -> &'static VTable {
     &VTable {
         job: job::<J>,
         dealloc: dealloc::<J>,
@@ -87,7 +87,7 @@ fn vtable<J: Task>() -> &'static VTable {
 }
 
 /// The vtable of a task of type `J` whose futures know its output type `T`.
-fn typed_vtable<T: 'static, J: Task + TypedJob<T>>() -> &'static VTable {
+fn typed_vtable<T: 'static, J: Task + 'static + TypedTask<T>>() -> &'static VTable {
     &VTable {
         job: job::<J>,
         dealloc: dealloc::<J>,
@@ -96,9 +96,9 @@ fn typed_vtable<T: 'static, J: Task + TypedJob<T>>() -> &'static VTable {
 }
 
 /// # Safety
-/// Never called: no [`TypedTask`] holds a task with an untyped vtable (R2).
+/// Never called: no [`TypedRef`] holds a task with an untyped vtable (R2).
 unsafe fn no_outcome(_: NonNull<Header>, _: *mut ()) {
-    unreachable!("an untyped task has no TypedTask")
+    unreachable!("an untyped task has no TypedRef")
 }
 
 /// The vtable of a task that was never boxed (a unit test's bare task): no `TaskRef`
@@ -111,7 +111,7 @@ pub(super) static UNBOXED: VTable = VTable {
 
 /// # Safety
 /// Never called (see [`UNBOXED`]).
-unsafe fn unboxed_job(_: NonNull<Header>) -> NonNull<dyn Job> {
+unsafe fn unboxed_job(_: NonNull<Header>) -> NonNull<dyn Task> {
     unreachable!("a bare task has no TaskRef")
 }
 
@@ -123,7 +123,7 @@ unsafe fn unboxed_dealloc(_: NonNull<Header>) {
 
 /// # Safety
 /// `ptr` points at the header of a live task boxed as a `J` (R1).
-unsafe fn job<J: Task>(ptr: NonNull<Header>) -> NonNull<dyn Job> {
+unsafe fn job<J: Task + 'static>(ptr: NonNull<Header>) -> NonNull<dyn Task> {
     // R1: the header is at the start of the `J` box, so the cast names the whole task.
     let task: NonNull<J> = ptr.cast();
     task
@@ -132,30 +132,23 @@ unsafe fn job<J: Task>(ptr: NonNull<Header>) -> NonNull<dyn Job> {
 /// # Safety
 /// - `ptr` points at the header of a task boxed as a `J` (R1);
 /// - no reference to it is left (R3: the caller took the count to 0).
-unsafe fn dealloc<J: Task>(ptr: NonNull<Header>) {
+unsafe fn dealloc<J: Task + 'static>(ptr: NonNull<Header>) {
     // SAFETY:
     // * the box was made by `Box::new` as a `J` (R1), and is freed once (R3).
     drop(unsafe { Box::from_raw(ptr.cast::<J>().as_ptr()) });
 }
 
-/// A task type a [`TaskRef`] can hold: its [`Header`] is its first field under
-/// `#[repr(C)]` (R1; `TaskRef::new` checks it), and it hands out that header mutably
-/// before it is shared (R2).
-pub(crate) trait Task: Job + Sized + 'static {
-    fn header_mut(&mut self) -> &mut Header;
-}
-
 /// A counted thin pointer to a task: what the queue, the workers and the handles hold
-/// (see the module notes). `Deref` gives the task as a [`Job`].
+/// (see the module notes). `Deref` gives the task as a [`Task`].
 pub(crate) struct TaskRef {
     ptr: NonNull<Header>,
 }
 
 // SAFETY:
-// * a task is `Send + Sync` (`Job`'s bounds), and a `TaskRef` only shares it (as `Arc`).
+// * a task is `Send + Sync` (`Task`'s bounds), and a `TaskRef` only shares it (as `Arc`).
 unsafe impl Send for TaskRef {}
 // SAFETY:
-// * as for `Send`: `&TaskRef` gives only `&dyn Job`, which is `Sync`.
+// * as for `Send`: `&TaskRef` gives only `&dyn Task`, which is `Sync`.
 unsafe impl Sync for TaskRef {}
 
 /// The most references a task may have; one more aborts (as `Arc` does past
@@ -164,14 +157,14 @@ const MAX_REFS: u32 = u32::MAX / 2;
 
 impl TaskRef {
     /// Boxes `task` and returns its first reference.
-    pub(crate) fn new<J: Task>(task: J) -> TaskRef {
+    pub(crate) fn new<J: Task + 'static>(task: J) -> TaskRef {
         TaskRef::boxed(task, vtable::<J>(), 1)
     }
 
     /// Boxes `task` with `vtable` (made for `J`: R2) and returns its first reference,
     /// with the count at `refs`: the caller makes the other `refs - 1` references from
     /// this pointer before anything else sees it (R3).
-    fn boxed<J: Task>(mut task: J, vtable: &'static VTable, refs: u32) -> TaskRef {
+    fn boxed<J: Task + 'static>(mut task: J, vtable: &'static VTable, refs: u32) -> TaskRef {
         task.header_mut().vtable = vtable; // R2, before it is shared
         task.header_mut().refs = AtomicU32::new(refs); // R3, with the caller's copies
         let boxed = Box::new(task);
@@ -191,8 +184,8 @@ impl TaskRef {
     }
 
     /// Boxes `task` and returns a reference that also knows its output type.
-    pub(crate) fn new_typed<T: 'static, J: Task + TypedJob<T>>(task: J) -> TypedTask<T> {
-        TypedTask {
+    pub(crate) fn new_typed<T: 'static, J: Task + 'static + TypedTask<T>>(task: J) -> TypedRef<T> {
+        TypedRef {
             task: TaskRef::boxed(task, typed_vtable::<T, J>(), 1),
             _output: PhantomData,
         }
@@ -201,14 +194,14 @@ impl TaskRef {
     /// Boxes `task` and returns two references, the future's (typed) and the queue's,
     /// with the count written as 2 before the task is shared: what
     /// `new_typed(task)` and a `clone` give, without the clone's atomic increment.
-    pub(crate) fn new_typed_pair<T: 'static, J: Task + TypedJob<T>>(
+    pub(crate) fn new_typed_pair<T: 'static, J: Task + 'static + TypedTask<T>>(
         task: J,
-    ) -> (TypedTask<T>, TaskRef) {
+    ) -> (TypedRef<T>, TaskRef) {
         let first = TaskRef::boxed(task, typed_vtable::<T, J>(), 2);
         // R3: the count already holds this second reference.
         let second = TaskRef { ptr: first.ptr };
         (
-            TypedTask {
+            TypedRef {
                 task: first,
                 _output: PhantomData,
             },
@@ -232,10 +225,10 @@ impl TaskRef {
 }
 
 impl std::ops::Deref for TaskRef {
-    type Target = dyn Job + 'static;
+    type Target = dyn Task + 'static;
 
     #[inline]
-    fn deref(&self) -> &(dyn Job + 'static) {
+    fn deref(&self) -> &(dyn Task + 'static) {
         let header = self.header();
         // SAFETY:
         // * R2: the vtable is the one of the task's own type;
@@ -291,8 +284,11 @@ impl fmt::Debug for TaskRef {
 /// # Safety
 /// - `ptr` points at the header of a live task boxed as a `J` (R1);
 /// - `out` points at a `MaybeUninit<NonNull<dyn Outcome<T>>>` for this `T` (the
-///   [`TypedTask<T>`] that calls it, R2).
-unsafe fn outcome<T: 'static, J: Task + TypedJob<T>>(ptr: NonNull<Header>, out: *mut ()) {
+///   [`TypedRef<T>`] that calls it, R2).
+unsafe fn outcome<T: 'static, J: Task + 'static + TypedTask<T>>(
+    ptr: NonNull<Header>,
+    out: *mut (),
+) {
     // SAFETY:
     // * R1: the box holds a live `J`; the reference lives only for this function.
     let task: &J = unsafe { ptr.cast::<J>().as_ref() };
@@ -305,12 +301,12 @@ unsafe fn outcome<T: 'static, J: Task + TypedJob<T>>(ptr: NonNull<Header>, out: 
 /// A [`TaskRef`] that also knows its task's output type: what a `ScheduledFuture<T>`
 /// holds. Made only by [`TaskRef::new_typed`], so its task's vtable has the completion
 /// for this `T` (R2). Still one pointer.
-pub(crate) struct TypedTask<T> {
+pub(crate) struct TypedRef<T> {
     task: TaskRef,
     _output: PhantomData<fn() -> T>,
 }
 
-impl<T> TypedTask<T> {
+impl<T> TypedRef<T> {
     /// The untyped reference (for the queue).
     #[inline]
     pub(crate) fn task(&self) -> &TaskRef {
@@ -325,7 +321,7 @@ impl<T> TypedTask<T> {
         let mut out = std::mem::MaybeUninit::<NonNull<dyn Outcome<T> + 'a>>::uninit();
         let header = self.task.header();
         // SAFETY:
-        // * R2: this `TypedTask<T>` was made by `new_typed::<T, J>`, whose vtable's
+        // * R2: this `TypedRef<T>` was made by `new_typed::<T, J>`, whose vtable's
         //   `outcome` is `outcome::<T, J>` for the task's own `J`;
         // * `out` is a `MaybeUninit` of exactly the type it writes; R1, R3: the task is
         //   live while `self.task` is.
@@ -337,7 +333,7 @@ impl<T> TypedTask<T> {
     }
 }
 
-impl<T> std::ops::Deref for TypedTask<T> {
+impl<T> std::ops::Deref for TypedRef<T> {
     type Target = TaskRef;
 
     #[inline]
@@ -346,9 +342,9 @@ impl<T> std::ops::Deref for TypedTask<T> {
     }
 }
 
-impl<T> Clone for TypedTask<T> {
+impl<T> Clone for TypedRef<T> {
     fn clone(&self) -> Self {
-        TypedTask {
+        TypedRef {
             task: self.task.clone(),
             _output: PhantomData,
         }
@@ -652,7 +648,7 @@ mod tests {
     fn a_task_ref_is_one_pointer() {
         assert_eq!(std::mem::size_of::<TaskRef>(), 8);
         assert_eq!(std::mem::size_of::<Option<TaskRef>>(), 8);
-        assert_eq!(std::mem::size_of::<TypedTask<u64>>(), 8);
+        assert_eq!(std::mem::size_of::<TypedRef<u64>>(), 8);
         // A future: its task and its pool (`Arc<dyn Host>`, a stripe).
         assert_eq!(std::mem::size_of::<crate::ScheduledFuture<()>>(), 24);
         // A heap node and a lane slot (`docs/DESIGN.md`, "Memory").

@@ -8,7 +8,7 @@ use crate::clock::{Clock, Ticks};
 use crate::stats::Counters;
 use crate::sync::Arc;
 
-use super::{sleepers, Header, Job, TaskRef};
+use super::{sleepers, Header, Task, TaskRef};
 
 /// What a worker learns from one run.
 #[derive(Debug)]
@@ -54,7 +54,7 @@ pub(crate) struct RunEnv<'a> {
 
 /// What a run, and a task's handles, may ask of the pool that holds it: the seam between
 /// the task layer and the pool (tokio's `task::Schedule`), implemented by the pool's
-/// `Arc<Shared>` and its `Stripe`s (`pool/host.rs`). The closure adaptors (`body/`)
+/// `Arc<Pool>` and its `Stripe`s (`pool/host.rs`). The closure adaptors (`body/`)
 /// and the handles (`future.rs`: a future holds its pool as an `Arc<dyn Host>`, one of
 /// the stripes) reach the pool only through it.
 pub(crate) trait Host: Send + Sync {
@@ -70,13 +70,13 @@ pub(crate) trait Host: Send + Sync {
     fn clock(&self) -> &Clock;
     /// Cancels `job` (`ScheduledFuture::cancel`); with `interrupt`, a running one-shot
     /// too (`ScheduledFuture::interrupt`). `true` if this call cancelled it.
-    fn cancel(&self, job: &dyn Job, interrupt: bool) -> bool;
+    fn cancel(&self, job: &dyn Task, interrupt: bool) -> bool;
     /// Moves `job`'s next run to `at` (`ScheduledFuture::reschedule`); `now`, a reading
     /// of the pool's clock the caller made for `at`, stamps the move's sequence number
     /// (`None`: the queue reads the clock).
-    fn reschedule(&self, job: &dyn Job, at: Ticks, now: Option<Ticks>) -> bool;
+    fn reschedule(&self, job: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool;
     /// `job`'s deadline, in its queue node or its header (T4).
-    fn deadline_of(&self, job: &dyn Job) -> Ticks;
+    fn deadline_of(&self, job: &dyn Task) -> Ticks;
     /// Runs `job` once on this thread and then ends it (`PendingTask::run`).
     fn run_here(&self, job: &TaskRef);
 }

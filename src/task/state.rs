@@ -302,7 +302,7 @@ impl TaskState {
     }
 
     /// -> CANCELLED from SCHEDULED, or from RUNNING when `periodic`. `true` if this call
-    /// made the transition (T2: the caller must then run `Job::finish_cancelled`).
+    /// made the transition (T2: the caller must then run `Task::finish_cancelled`).
     #[must_use]
     pub(crate) fn cancel(&self, periodic: bool) -> bool {
         let mut word = self.0.load(Ordering::Acquire);

@@ -1,4 +1,4 @@
-//! The connection thread of a [`PgLock`](super::PgLock): its session (the connection and
+//! The connection thread of a [`PgLock`]: its session (the connection and
 //! its prepared statements), the loop that answers the lock's requests, and the
 //! connection itself (TLS as the connection string asks, READ COMMITTED, the table
 //! created if missing). The lock's side (requests, time-outs, abandoned threads) is in
