@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitize: runs the tests of the crate's one `unsafe` module (`src/task/raw.rs`: the thin
+# Sanitize: runs the tests of the crate's one `unsafe` module (`src/task/raw/`: the thin
 # task pointer and a one-shot's slot) and of the code around it under AddressSanitizer
 # and under Miri, where the nightly toolchain has them; prints a notice and skips
 # otherwise (both need nightly: `-Zsanitizer`, the `miri` component). valgrind memcheck

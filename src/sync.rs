@@ -377,7 +377,7 @@ pub(crate) use imp::*;
 pub(crate) use std::sync::atomic::Ordering;
 
 /// Reference counting stays `std`'s in every build (`Arc` here, and a task's own count in
-/// `task/raw.rs`): loom's `Arc` cannot coerce to a trait object. The models check the
+/// `task/raw/`): loom's `Arc` cannot coerce to a trait object. The models check the
 /// protocols built on the mutexes, condition variables and atomics, not reference counts.
 pub(crate) use std::sync::{Arc, Weak};
 

@@ -1,6 +1,6 @@
 //! [`Completion`]: a periodic task's stage, the one slot that holds first its closure and
 //! then its outcome, with the waiters of its futures. (A one-shot keeps neither a mutex nor
-//! room for waiters: its slot is in `raw.rs`, its waiters in `waiting.rs`.)
+//! room for waiters: its slot is in `raw/slot.rs`, its waiters in `waiting.rs`.)
 //!
 //! # Design
 //! One mutex guards the stage: `Pending` (the closure while the task is not running, and

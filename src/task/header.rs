@@ -1,6 +1,6 @@
 //! [`Header`]: the part of a task every holder sees, whatever its output type: its state
 //! word, home shard and kind, number, deadline or FIFO number (T4), queue position, and
-//! the reference count and vtable of its [`TaskRef`](super::TaskRef)s (R1–R3, `raw.rs`).
+//! the reference count and vtable of its [`TaskRef`](super::TaskRef)s (R1–R3, `raw/mod.rs`).
 
 use crate::sync::Ordering;
 use std::fmt;
@@ -38,9 +38,9 @@ pub(crate) struct Header {
     when: AtomicU64,
     /// The task's place in the queue while it is queued (T4).
     pub(crate) position: Position,
-    /// The number of [`TaskRef`](super::TaskRef)s to the task (R3, `raw.rs`).
+    /// The number of [`TaskRef`](super::TaskRef)s to the task (R3, `raw/mod.rs`).
     pub(super) refs: std::sync::atomic::AtomicU32,
-    /// The task's type as its [`TaskRef`](super::TaskRef)s see it (R2, `raw.rs`).
+    /// The task's type as its [`TaskRef`](super::TaskRef)s see it (R2, `raw/mod.rs`).
     pub(super) vtable: &'static raw::VTable,
 }
 
@@ -86,7 +86,7 @@ fn next_id() -> u64 {
 pub(crate) const NO_DEADLINE: u64 = u64::MAX;
 
 impl Header {
-    /// A one-shot's header: SCHEDULED, with its closure in its slot (`raw.rs`, R4).
+    /// A one-shot's header: SCHEDULED, with its closure in its slot (`raw/slot.rs`, R4).
     #[inline]
     pub(crate) fn new_once(deadline: Ticks) -> Self {
         Header {

@@ -213,7 +213,7 @@ fn loom_wait_vs_complete() {
 }
 
 /// T2 for async callers: a future polled before completion registers its waker, and the
-/// completion either wakes it or is seen by the poll; never neither. R4 (`task/raw.rs`):
+/// completion either wakes it or is seen by the poll; never neither. R4 (`task/raw/mod.rs`):
 /// the slot is reached through loom's `UnsafeCell`. Breaks: writing the outcome after the
 /// exchange in `OnceCore::finish` fails it (the poll's read races the write); dropping
 /// `wake_waiters` fails it too.

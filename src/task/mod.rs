@@ -3,10 +3,10 @@
 //! # Design
 //! A task is one allocation that starts with its [`Header`] (state word, deadline, queue
 //! position, reference count, vtable). The queue, the workers and the handles hold it
-//! through a [`TaskRef`], a counted thin pointer (`raw.rs`: tokio's `RawTask` shape); a
+//! through a [`TaskRef`], a counted thin pointer (`raw/`: tokio's `RawTask` shape); a
 //! [`ScheduledFuture`](crate::ScheduledFuture) holds a [`TypedRef`], which also knows the
 //! output type. A one-shot keeps its closure, then its outcome, in one slot guarded by
-//! flags in its state word (`raw.rs`, R4); its waiters wait in a table outside it
+//! flags in its state word (`raw/`, R4); its waiters wait in a table outside it
 //! (`waiting.rs`). A periodic task keeps the mutex-guarded stage of `completion.rs`, which
 //! its runs put the closure back into.
 //!
@@ -15,7 +15,8 @@
 //!   run and a handle see it), the body traits ([`OnceBody`], [`PeriodicBody`],
 //!   [`Plain`]), [`Label`], [`RunReport`].
 //! - `state.rs`: the state machine (diagram there) and its flags, one `AtomicU8`.
-//! - `raw.rs`: the one `unsafe` module: [`TaskRef`] and a one-shot's slot.
+//! - `raw/`: the one `unsafe` module: [`TaskRef`] (`ptr.rs`) and a one-shot's slot
+//!   (`slot.rs`), R1–R4 in its `mod.rs`.
 //! - `waiting.rs`: the waiter table of one-shots.
 //! - `completion.rs`: a periodic task's stage and its waiters.
 //! - `once.rs`: [`OnceTask`], a one-shot (Java: `ScheduledFutureTask` with `period == 0`).
@@ -28,7 +29,7 @@
 //!   the run, and its own terminal exchange then fails.)
 //! - T2: exactly one transition into a terminal state succeeds; its author, and only it,
 //!   completes the task for its futures: a one-shot's runner stores the outcome before
-//!   that transition (`raw.rs`, R4) and wakes the waiters after it (`waiting.rs`, A1); a
+//!   that transition (`raw/`, R4) and wakes the waiters after it (`waiting.rs`, A1); a
 //!   periodic task's author completes its [`Completion`].
 //! - T3: the closure lives in the task while SCHEDULED. The thread that moved the task to
 //!   RUNNING takes it out for the run. A one-shot's canceller takes it after its own
@@ -58,7 +59,7 @@
 //! A pending one-shot with a closure and output of at most 8 bytes each is a 40-byte
 //! block, a 48-byte malloc chunk: the 32-byte header and the 8-byte slot; its queue node
 //! is 16 bytes (`pool/entry.rs`, `Entry`)
-//! (`docs/DESIGN.md`, "Memory"; a unit test in `raw.rs` pins the sizes). The header holds
+//! (`docs/DESIGN.md`, "Memory"; a unit test in `raw/tests.rs` pins the sizes). The header holds
 //! only what every task needs; what only periodic tasks need (`rescheduled`, the stage's
 //! mutex) lives in [`PeriodicTask`], and a task's number for logs fits in the bytes the
 //! header's alignment would otherwise leave as padding.
@@ -95,7 +96,7 @@ pub(crate) trait Task: Send + Sync {
     fn header(&self) -> &Header;
 
     /// The header, mutably, before the task is shared: a task type a [`TaskRef`] holds
-    /// has its [`Header`] as its first field under `#[repr(C)]` (R1 in `raw.rs`;
+    /// has its [`Header`] as its first field under `#[repr(C)]` (R1 in `raw/mod.rs`;
     /// `TaskRef::new` checks it), and hands it out here (R2).
     fn header_mut(&mut self) -> &mut Header
     where

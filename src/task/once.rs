@@ -20,7 +20,7 @@ use crate::sync::park_until;
 
 /// A one-shot task (Java: `ScheduledFutureTask` with `period == 0`); `N`: its name, `()`
 /// (zero-sized) for an unnamed one. `repr(C)`, core (and so header) first: a [`TaskRef`]
-/// points at it (R1, `raw.rs`).
+/// points at it (R1, `raw/mod.rs`).
 ///
 /// [`TaskRef`]: super::TaskRef
 #[repr(C)]

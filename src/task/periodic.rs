@@ -44,7 +44,7 @@ enum AfterRun {
 }
 
 /// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
-/// `repr(C)`, header first: a [`TaskRef`](super::TaskRef) points at it (R1, `raw.rs`).
+/// `repr(C)`, header first: a [`TaskRef`](super::TaskRef) points at it (R1, `raw/mod.rs`).
 #[repr(C)]
 pub(crate) struct PeriodicTask<F: PeriodicBody> {
     header: Header,

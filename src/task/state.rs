@@ -36,7 +36,7 @@
 //!
 //! # Flags (one-shots' slot, and waiters)
 //! Beside the state, the word holds three flags:
-//! - [`CLOSURE`]: a one-shot's closure is in its slot (`raw.rs`). Set at construction
+//! - [`CLOSURE`]: a one-shot's closure is in its slot (`raw/slot.rs`). Set at construction
 //!   ([`TaskState::new_once`]) and cleared once, by one [`take_closure`](TaskState::take_closure):
 //!   the runner's, while the task is RUNNING (after its
 //!   [`start_once`](TaskState::start_once), which keeps the flag), or the canceller's,
@@ -51,7 +51,7 @@
 //!   transition then wakes the task's waiters.
 //!
 //! So the word says at every moment what the slot holds, and each flag is cleared by
-//! exactly one RMW: that is what makes the slot's accesses exclusive (R4, `raw.rs`).
+//! exactly one RMW: that is what makes the slot's accesses exclusive (R4, `raw/mod.rs`).
 //! Every edge keeps the flags it does not name.
 //!
 //! # Ordering
