@@ -10,12 +10,13 @@
    counted), unless at least half of its lines are docs (`///`, `//!`): a documented face.
 3. Every invariant ID of `docs/DESIGN.md`'s index is stated ("- ID" or "ID (…):" in the
    `//!` notes) in the file its row names, and no ID is stated in two files.
+4. Every file of `src/` is named in `docs/DESIGN.md`'s module map.
 
 Usage: python3 scripts/tree_check.py [ROOT]: prints what it finds; exits 1 if anything.
        python3 scripts/tree_check.py --self-test [ROOT]: plants one change per check in a
        copy of the tree (an import from queue/ into pool/, a circle between two files of
        queue/, a file of 700 more lines, an invariant bullet removed, an ID stated in a
-       second file) and exits 1 unless each is reported.
+       second file, a file the map does not name) and exits 1 unless each is reported.
 Standard library only.
 """
 
@@ -302,10 +303,34 @@ def check_invariants(root, src, mods):
     return found
 
 
+def check_map(root, mods):
+    """Every file of `src/` is named in docs/DESIGN.md's module map (a folder's `mod.rs`
+    by its folder, the others by their file name)."""
+    design = open(os.path.join(root, "docs/DESIGN.md"), encoding="utf-8").read()
+    start = design.index("## Module map")
+    block = design[start : design.index("```", design.index("```text", start) + 7)]
+    names = set(re.findall(r"[\w./-]+", block))
+    found = []
+    for rel in sorted(mods.values()):
+        parts = rel.split("/")
+        if parts[-1] == "mod.rs":
+            want = [parts[-2] + "/", "/".join(parts[-2:])]
+        else:
+            want = [parts[-1], "/".join(parts[-2:])]
+        if not any(w in names or any(n.endswith("/" + w) for n in names) for w in want):
+            found.append(f"NOT IN THE MAP: src/{rel} (docs/DESIGN.md, \"Module map\")")
+    return found
+
+
 def check(root):
     src = os.path.join(root, "src")
     mods = modules(src)
-    found = check_circles(src, mods) + check_sizes(src, mods) + check_invariants(root, src, mods)
+    found = (
+        check_circles(src, mods)
+        + check_sizes(src, mods)
+        + check_invariants(root, src, mods)
+        + check_map(root, mods)
+    )
     return mods, found
 
 
@@ -337,6 +362,11 @@ PLANTS = [
         lambda s: "//! - Q4: planted twice.\n" + s,
         "ONE ID, 2 FILES: Q4",
     ),
+    (
+        "src/queue/planted_file.rs",
+        lambda s: s + "//! A file the map does not name.\n",
+        "NOT IN THE MAP: src/queue/planted_file.rs",
+    ),
 ]
 
 
@@ -355,7 +385,7 @@ def self_test(root):
             shutil.copytree(os.path.join(root, "src"), os.path.join(tmp, "src"))
             shutil.copytree(os.path.join(root, "docs"), os.path.join(tmp, "docs"))
             target = os.path.join(tmp, path)
-            text = open(target, encoding="utf-8").read()
+            text = open(target, encoding="utf-8").read() if os.path.exists(target) else ""
             changed = edit(text)
             assert changed != text, f"the plant in {path} changed nothing"
             open(target, "w", encoding="utf-8").write(changed)
@@ -375,7 +405,10 @@ def main():
     for f in found:
         print(f)
     if not found:
-        print(f"tree check: {len(mods)} files, no circle, none too long, every invariant stated once")
+        print(
+            f"tree check: {len(mods)} files, no circle, none too long, "
+            "every invariant stated once, every file in the map"
+        )
     sys.exit(1 if found else 0)
 
 

@@ -27,15 +27,9 @@ const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Delays are capped at no less than 100 years (`clock.rs`, C1).
 const CAP_AT_LEAST: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
-/// Like `common::manual_pool`, with the workers named `bad-input-N`.
+/// `common::manual_pool`, with the workers named `bad-input-N`.
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .thread_name_prefix("bad-input-")
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
+    common::manual_pool_named(core, "bad-input-")
 }
 
 /// The earliest instant before `from` that this platform's `Instant` can represent, up to

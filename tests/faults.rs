@@ -25,15 +25,9 @@ use common::{
     BOUND,
 };
 
-/// Like `common::manual_pool`, with the workers named `faults-N`.
+/// `common::manual_pool`, with the workers named `faults-N`.
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .thread_name_prefix("faults-")
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
+    common::manual_pool_named(core, "faults-")
 }
 
 /// Runs `f` on another thread and waits for it at most `BOUND`: a deadlock fails the test

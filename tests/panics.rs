@@ -9,15 +9,9 @@ use schedpool::{ManualClock, ScheduledThreadPoolExecutor, TaskError};
 mod common;
 use common::{close, flush, outcome, sec, BOUND};
 
-/// Like `common::manual_pool`, with the workers named `panics-N`.
+/// `common::manual_pool`, with the workers named `panics-N`.
 fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecutor) {
-    let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(core)
-        .thread_name_prefix("panics-")
-        .clock(clock.clone())
-        .build();
-    (clock, pool)
+    common::manual_pool_named(core, "panics-")
 }
 
 fn thread_name() -> String {

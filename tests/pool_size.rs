@@ -35,8 +35,7 @@ fn pool_size(pool: &ScheduledThreadPoolExecutor) -> usize {
 }
 
 fn finish(pool: &ScheduledThreadPoolExecutor) {
-    drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND));
+    common::shutdown_now_and_wait(pool);
     assert_eq!(pool_size(pool), 0);
 }
 

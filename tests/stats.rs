@@ -31,8 +31,7 @@ fn wait_completed(pool: &ScheduledThreadPoolExecutor, n: u64) {
 }
 
 fn finish(pool: &ScheduledThreadPoolExecutor) -> PoolStats {
-    drop(pool.shutdown_now());
-    assert!(pool.await_termination(BOUND));
+    common::shutdown_now_and_wait(pool);
     let s = pool.stats();
     assert_eq!((s.pool_size, s.active_count, s.queued), (0, 0, 0));
     s

@@ -34,6 +34,21 @@ pub(crate) fn manual_pool(core: usize) -> (ManualClock, ScheduledThreadPoolExecu
     (clock, pool)
 }
 
+/// As [`manual_pool`], with the workers named `{prefix}N` (a test file's own threads,
+/// told apart in a log or a panic message).
+pub(crate) fn manual_pool_named(
+    core: usize,
+    prefix: &str,
+) -> (ManualClock, ScheduledThreadPoolExecutor) {
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(core)
+        .thread_name_prefix(prefix)
+        .clock(clock.clone())
+        .build();
+    (clock, pool)
+}
+
 /// A pool of `core` workers on a fresh virtual clock whose workers count their exits
 /// (the stop hook): the clock, the pool and the count.
 pub(crate) fn counted_pool(

@@ -5,9 +5,9 @@ use super::ptr::MAX_REFS;
 use super::*;
 use crate::task::testing::DropCount;
 use crate::task::Header;
-use std::sync::atomic::Ordering;
 use crate::task::{OnceTask, Plain};
 use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 #[test]
