@@ -94,8 +94,9 @@ pub(crate) fn run(shared: Arc<Pool>, index: usize) {
 }
 
 /// Runs one task taken from the queue at `now` by worker `index` (WK2), and records its
-/// lateness (start − deadline). Returns a periodic task's next run, for `next_task` to
-/// re-queue in the same critical section as the next take.
+/// lateness (start − deadline). Returns a periodic task's next run, which `next_task`
+/// re-queues into the task's home shard (one critical section of its own) before it takes
+/// the next task.
 fn run_task(
     shared: &Arc<Pool>,
     index: usize,

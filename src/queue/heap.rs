@@ -3,8 +3,9 @@
 //!
 //! # Design
 //! The heap proper is one array of nodes. Each node holds the entry inline (for the
-//! executor: the deadline, the sequence number and a pointer), so a sift compares keys
-//! without following a pointer. Who remembers where each entry is, a *keeper* (`K`), is a
+//! executor: the deadline and a thin pointer to the task, 16 bytes, `pool/entry.rs`), so
+//! a sift compares deadlines without following a pointer; only a tie between equal
+//! deadlines reads the tasks' sequence numbers. Who remembers where each entry is, a *keeper* (`K`), is a
 //! parameter, because the crate has two kinds of entries:
 //!
 //! - [`SlotTable`], for entries that cannot hold their own position (the public queues'
@@ -695,9 +696,8 @@ impl<E, const D: usize, K: Keeper<E>> fmt::Debug for IndexedHeap<E, D, K> {
     }
 }
 
-// The path is spelled out for `benches/heap.rs`, which includes this file with `#[path]`:
-// there the file counts as a directory's `mod.rs`, and `mod tests;` alone would name
-// `queue/tests.rs` (the blocking queue's tests) instead of this module's.
+// The path is spelled out for `benches/heap.rs`, which includes this file with `#[path]`
+// (there `mod tests;` alone would look for the tests beside a directory's `mod.rs`).
 #[cfg(all(test, not(loom)))]
 #[path = "heap/tests.rs"]
 mod tests;
