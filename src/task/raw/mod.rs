@@ -24,9 +24,9 @@
 //! and output. With both, a pending one-shot's block is 40 bytes, a 48-byte malloc chunk.
 //!
 //! # Invariants (every function here relies on them)
-//! - R1: a `TaskRef` points at the [`Header`] of a live task that was boxed by
-//!   [`TaskRef::new`], as a `J: Task`, at the start of that box (checked there: a task
-//!   type keeps its header as its first field, `#[repr(C)]`).
+//! - R1: a `TaskRef` points at the [`Header`](crate::task::Header) of a live task that
+//!   was boxed by [`TaskRef::new`], as a `J: Task`, at the start of that box (checked
+//!   there: a task type keeps its header as its first field, `#[repr(C)]`).
 //! - R2: the header's `vtable` is made for that same `J`: `vtable::<J>()` by
 //!   [`TaskRef::new`], or `typed_vtable::<T, J>()` by [`TaskRef::new_typed`], which alone
 //!   makes the [`TypedRef<T>`]s that call its `outcome` entry for that `T`. It is written
