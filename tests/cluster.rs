@@ -637,6 +637,68 @@ fn a_kept_alive_run_holds_the_lock_for_as_long_as_it_lasts() {
     pool.close();
 }
 
+/// `Exclusive::keep_alive` on every path that runs under a lock (they share one locked
+/// run, `body/exclusive.rs`): a run three times longer than `at_most_for`, extended all
+/// along, is no overrun, since its release is judged against its last extension.
+#[test]
+fn a_kept_alive_run_is_no_overrun_on_any_path() {
+    for path in [
+        "periodic",
+        "schedule_exclusive",
+        "schedule_exclusive_at",
+        "run_exclusive",
+    ] {
+        let clock = ManualClock::new();
+        let store = Arc::new(Counting {
+            inner: LocalLock::with_clock(clock.clone()),
+            extended: AtomicU64::new(0),
+            extend_down: AtomicBool::new(false),
+            refused: AtomicU64::new(0),
+        });
+        let pool = node(&clock);
+        let spec = Exclusive::new(store.clone(), "long", sec(60)).keep_alive(sec(20));
+        let (c, s) = (clock.clone(), store.clone());
+        let run = move || {
+            for step in 1..=9 {
+                c.advance(sec(20)); // 180 s in all: three times at_most_for
+                assert!(
+                    wait_until(|| s.extended.load(Ordering::SeqCst) >= step),
+                    "{path}: extension {step} came"
+                );
+            }
+        };
+        match path {
+            "periodic" => {
+                let job = Periodic::at_fixed_rate(sec(600))
+                    .max_runs(1)
+                    .exclusive(spec);
+                let fut = pool.schedule_periodic(job, run).unwrap();
+                assert!(fut.wait_timeout(BOUND), "{path}");
+            }
+            "schedule_exclusive" => {
+                let fut = pool
+                    .schedule_exclusive(Duration::ZERO, spec, move |_| run())
+                    .unwrap();
+                assert!(fut.wait_timeout(BOUND), "{path}");
+                assert_eq!(fut.get().unwrap().unwrap(), Some(()), "{path}");
+            }
+            "schedule_exclusive_at" => {
+                let fut = pool
+                    .schedule_exclusive_at(pool.now(), spec, move |_| run())
+                    .unwrap();
+                assert!(fut.wait_timeout(BOUND), "{path}");
+                assert_eq!(fut.get().unwrap().unwrap(), Some(()), "{path}");
+            }
+            _ => assert_eq!(pool.run_exclusive(&spec, |_| run()).unwrap(), Some(())),
+        }
+        assert!(pool.wait_idle(BOUND));
+        let stats = pool.stats();
+        assert_eq!((stats.lock_extended, stats.lock_overruns), (9, 0), "{path}");
+        assert!(!store.inner.is_held("long"), "{path}: released at the end");
+        pool.close();
+    }
+}
+
 /// A holder whose extensions stop reaching the store loses the lock at its last
 /// extension plus `at_most_for`, not before; the failures are counted.
 #[test]
@@ -742,6 +804,55 @@ fn catch_up_runs_a_missed_job_once_at_once_then_keeps_the_schedule() {
     assert!(wait_until(|| runs_c.load(Ordering::SeqCst) == 2));
     fut_c.cancel();
     c.close();
+}
+
+/// `Exclusive::catch_up` with `at_least_for`: the catch-up's lease does not take the next
+/// tick. The job last ran 32 s ago (period 10 s); the catch-up runs at once and the first
+/// deadline of the grid, 3 s later and so within `at_least_for` (5 s) of the catch-up,
+/// runs too; it used to find the lock held by the catch-up's own lease and skip
+/// (`LastRun::LockHeld`), its next run a whole period later. An ordinary run still keeps
+/// the lock for `at_least_for`.
+#[test]
+fn a_catch_up_lease_does_not_take_the_next_tick() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let last = lock.try_acquire("report", sec(60)).unwrap().unwrap(); // the job ran ...
+    lock.release(last, Duration::ZERO).unwrap();
+    clock.advance(sec(32)); // ... 32 s ago
+    let spec = Periodic::at_fixed_rate(PERIOD)
+        .initial_delay(sec(3))
+        .exclusive(
+            Exclusive::new(lock.clone(), "report", sec(60))
+                .at_least_for(sec(5))
+                .catch_up(),
+        );
+    let runs = Arc::new(AtomicU64::new(0));
+    let (pool, fut) = counting_node(&clock, spec, &runs);
+    assert!(
+        wait_until(|| runs.load(Ordering::SeqCst) == 1),
+        "caught up at once"
+    );
+    assert!(pool.wait_idle(BOUND));
+    clock.advance(sec(3)); // the grid's first deadline
+    assert!(
+        wait_until(|| runs.load(Ordering::SeqCst) == 2),
+        "the first tick runs: {:?}",
+        pool.scheduled_tasks()
+    );
+    assert!(pool.wait_idle(BOUND));
+    let stats = pool.stats();
+    assert_eq!((stats.lock_acquired, stats.lock_skipped), (2, 0));
+    assert_eq!(
+        pool.scheduled_tasks()[0].last_run,
+        Some(schedpool::LastRun::Completed)
+    );
+    clock.advance(sec(4)); // 4 s after the tick's run: its at_least_for still holds
+    assert!(
+        lock.try_acquire("report", sec(60)).unwrap().is_none(),
+        "an ordinary run keeps the lock for at_least_for"
+    );
+    fut.cancel();
+    pool.close();
 }
 
 /// `Exclusive::catch_up` of a fixed-rate job whose first deadline here is less than a

@@ -703,6 +703,94 @@ fn catch_up_after_two_missed_ticks_runs_once_at_once() {
     assert!(!(0.2..=0.8).contains(&phase), "then on the grid: {runs:?}");
 }
 
+/// `Exclusive::catch_up` with `at_least_for` against the database: the catch-up's lease
+/// leaves the grid's first tick its lock. The job last ran an hour ago; the catch-up runs
+/// at once, and the first deadline, 500 ms later and so within `at_least_for` (1 s), runs
+/// too, where it found the catch-up's own lease and skipped (`lock_skipped` 1).
+#[test]
+fn a_catch_up_lease_leaves_the_first_tick_its_lock() {
+    let server = PgServer::start();
+    let url = server.url();
+    let lock = pg_lock(&url, "a");
+    let last = lock.try_acquire("report", sec(30)).unwrap().unwrap();
+    assert!(lock.release(last, Duration::ZERO).unwrap());
+    let mut db = server.client();
+    db.execute(
+        "UPDATE schedpool_locks SET locked_at = now() - interval '1 hour' WHERE name = 'report'",
+        &[],
+    )
+    .unwrap();
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let r = runs.clone();
+    let spec = Periodic::at_fixed_rate(sec(2))
+        .initial_delay(ms(500))
+        .exclusive(
+            Exclusive::new(lock, "report", sec(30))
+                .at_least_for(sec(1))
+                .catch_up(),
+        );
+    let fut = pool
+        .schedule_periodic(spec, move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    assert!(
+        wait_for(BOUND, || (runs.load(Ordering::SeqCst) >= 2).then_some(())).is_some(),
+        "the catch-up and the first tick ran: {:?}",
+        pool.scheduled_tasks()
+    );
+    let stats = pool.stats();
+    assert_eq!(stats.lock_skipped, 0, "the first tick found the lock free");
+    fut.cancel();
+    pool.close();
+}
+
+/// A one-shot under `schedule_exclusive` with `keep_alive` on the database: a run of
+/// 2 s with `at_most_for` 600 ms, its lease extended every 150 ms, holds the lock all
+/// along (another node polling never gets it) and is no overrun.
+#[test]
+fn a_kept_alive_exclusive_one_shot_holds_its_lock_and_is_no_overrun() {
+    let server = PgServer::start();
+    let url = server.url();
+    let lock = pg_lock(&url, "a");
+    let other = pg_lock(&url, "b");
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let spec = Exclusive::new(lock, "one-shot", ms(600)).keep_alive(ms(150));
+    let polls = Arc::new(AtomicUsize::new(0));
+    let p = polls.clone();
+    let fut = pool
+        .schedule_exclusive(Duration::ZERO, spec, move |_| {
+            // The run itself: 2 s of work, during which another node keeps trying.
+            let until = Instant::now() + sec(2);
+            while Instant::now() < until {
+                if let Some(stolen) = other.try_acquire("one-shot", sec(1)).unwrap() {
+                    other.release(stolen, Duration::ZERO).unwrap();
+                    return false;
+                }
+                p.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(ms(50));
+            }
+            true
+        })
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(
+        fut.get().unwrap().unwrap(),
+        Some(true),
+        "the other node never got the lock"
+    );
+    assert!(polls.load(Ordering::SeqCst) >= 10);
+    let stats = pool.stats();
+    assert!(
+        stats.lock_extended >= 9,
+        "extended: {}",
+        stats.lock_extended
+    );
+    assert_eq!(stats.lock_overruns, 0, "a kept-alive run is no overrun");
+    pool.close();
+}
+
 #[test]
 fn a_database_restart_fails_runs_cleanly_and_they_resume() {
     let server = PgServer::start();

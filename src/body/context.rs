@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use super::exclusive::{run_locked, Ledger};
 use super::span::link_to;
-use crate::clock::Clock;
+use crate::clock::{Clock, Ticks};
 use crate::cluster::{Exclusive, Lease};
 use crate::future::CancelHandle;
 use crate::schedule::{Next, OnError};
@@ -335,6 +335,10 @@ pub(crate) struct Guarded<B> {
     /// The submitter's span (`span.rs`'s `Linked` explains why the span itself is held).
     parent: Option<tracing::Span>,
     lock: Option<Box<Exclusive>>,
+    /// A catch-up run's successor's deadline (`PeriodicBody::catch_up_until`): the first
+    /// run's lease is released by then, whatever `at_least_for` says (a catch-up has no
+    /// tick of its own to protect, and must not take the next one). Cleared by that run.
+    catch_up_until: Option<Ticks>,
 }
 
 impl<B: PeriodicBody> Guarded<B> {
@@ -343,6 +347,7 @@ impl<B: PeriodicBody> Guarded<B> {
             body,
             parent,
             lock: lock.map(Box::new),
+            catch_up_until: None,
         }
     }
 }
@@ -358,7 +363,8 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
             return self.body.call(cx);
         };
         let body = &mut self.body;
-        let ran = run_locked(spec, &Ledger::of(cx), |lease| {
+        let hold_until = self.catch_up_until.take();
+        let ran = run_locked(spec, &Ledger::of(cx), hold_until, |lease| {
             body.call(&RunCx {
                 lease: Some(lease),
                 ..*cx
@@ -377,5 +383,10 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
 
     fn last_failed(&self) -> bool {
         self.body.last_failed()
+    }
+
+    fn catch_up_until(&mut self, next: Ticks) {
+        self.catch_up_until = Some(next);
+        self.body.catch_up_until(next);
     }
 }

@@ -55,6 +55,7 @@ impl<'a> Ledger<'a> {
 pub(crate) fn run_locked<T>(
     spec: &Exclusive,
     ledger: &Ledger<'_>,
+    hold_until: Option<Ticks>,
     f: impl FnOnce(&Lease) -> T,
 ) -> Result<Option<T>, LockError> {
     let pool = ledger.pool;
@@ -69,7 +70,9 @@ pub(crate) fn run_locked<T>(
             let held = Held {
                 spec,
                 ledger,
+                // Read after the acquisition returned: the store's `locked_at` is no later.
                 started: ledger.clock.now(),
+                hold_until,
                 lease: Some(lease),
             };
             let lease = held.lease.as_ref().expect("held until dropped");
@@ -246,7 +249,7 @@ where
     F: FnOnce(&Lease) -> T + Send + 'static,
 {
     fn call(self, cx: &RunCx<'_>) -> Result<Option<T>, LockError> {
-        run_locked(&self.spec, &Ledger::of(cx), self.f)
+        run_locked(&self.spec, &Ledger::of(cx), None, self.f)
     }
 }
 
@@ -257,6 +260,9 @@ struct Held<'a> {
     /// When the run took the lease, on the pool's clock (a `ManualClock`'s time in a
     /// test): the overrun warning's `ran_ms`.
     started: Ticks,
+    /// A catch-up run's successor's deadline, on the pool's clock: the release keeps the
+    /// lease at most until then (`Guarded`, `body/context.rs`).
+    hold_until: Option<Ticks>,
     lease: Option<Lease>,
 }
 
@@ -269,19 +275,26 @@ impl Drop for Held<'_> {
         let (pool, counters) = (self.ledger.pool, self.ledger.counters);
         let token = lease.token();
         let ran = crate::clock::since(self.ledger.clock.now(), self.started);
+        // `at_least_for` counts from the acquisition (LK3); a catch-up's is capped at its
+        // successor's deadline, so the lock is free when that tick comes.
+        let at_least_for = match self.hold_until {
+            Some(until) => spec
+                .at_least_for
+                .min(crate::clock::since(until, self.started)),
+            None => spec.at_least_for,
+        };
         // A store's panic is contained here: this may run while the closure's own panic
         // unwinds, where a second panic would abort the process.
-        let released = match crate::user::call(|| {
-            run_caught(|| spec.lock.release(lease, spec.at_least_for))
-        }) {
-            Ok(released) => released,
-            Err((payload, msg)) => {
-                drop_quietly(payload);
-                Err(LockError::Store(
-                    format!("the lock's release panicked: {msg}").into(),
-                ))
-            }
-        };
+        let released =
+            match crate::user::call(|| run_caught(|| spec.lock.release(lease, at_least_for))) {
+                Ok(released) => released,
+                Err((payload, msg)) => {
+                    drop_quietly(payload);
+                    Err(LockError::Store(
+                        format!("the lock's release panicked: {msg}").into(),
+                    ))
+                }
+            };
         match released {
             Ok(true) => {}
             Ok(false) => {

@@ -1,7 +1,8 @@
 //! loom models of the in-process lease store (`cluster/local.rs`): LK1 (one valid lease
 //! per name), LK2 (a late release leaves the next holder alone), LK5 (a late extension
-//! revives nothing) and two nodes catching up after downtime (the job runs once), under
-//! every interleaving of two nodes. The deliberate breaks that make them fail are listed in
+//! revives nothing), two nodes catching up after downtime (the job runs once), and a
+//! catch-up run's release beside the next tick's acquisition (`body/exclusive.rs`: the
+//! catch-up's lease leaves the tick its lock), under every interleaving of two threads. The deliberate breaks that make them fail are listed in
 //! `docs/RELIABILITY.md`.
 
 use std::time::Duration;
@@ -122,5 +123,57 @@ fn loom_cluster_two_nodes_catching_up_run_the_job_once() {
         node(lock.clone(), runs.clone())();
         other.join().unwrap();
         assert_eq!(runs.load(Ordering::SeqCst), 1, "one catch-up run");
+    });
+}
+
+/// A catch-up run's release beside the next tick's acquisition: the catch-up runs through
+/// `run_locked` with its successor's deadline (3 s on, within `at_least_for`) while the
+/// clock reaches that deadline and the tick tries the lock. Whenever the tick comes after
+/// the release, it gets the lock. Break: the release keeps the full `at_least_for` (as
+/// before the cap), and the tick finds the lock held by the catch-up's own lease.
+#[test]
+fn loom_cluster_a_catch_up_release_leaves_the_next_tick_its_lock() {
+    use crate::body::{run_locked, Ledger};
+    use crate::clock::Clock;
+    use crate::cluster::Exclusive;
+    use crate::sync::AtomicBool;
+    const TO_TICK: Duration = Duration::from_secs(3);
+    loom::model(|| {
+        let manual = ManualClock::new();
+        let clock = Clock::Manual(manual.clone());
+        let lock = Arc::new(LocalLock::with_clock(manual.clone()));
+        let spec = Exclusive::new(lock.clone(), "job", LEASE).at_least_for(LEASE / 2);
+        let next_tick = crate::clock::add(clock.now(), TO_TICK);
+        let released = Arc::new(AtomicBool::new(false));
+        let catch_up = {
+            let (clock, released) = (clock.clone(), released.clone());
+            thread::spawn(move || {
+                let ledger = Ledger {
+                    pool: "",
+                    counters: None,
+                    clock: &clock,
+                };
+                // `None` when the tick took the lock first (its release then frees it).
+                if run_locked(&spec, &ledger, Some(next_tick), |_| ())
+                    .unwrap()
+                    .is_some()
+                {
+                    released.store(true, Ordering::SeqCst);
+                }
+            })
+        };
+        manual.advance(TO_TICK); // the tick's deadline
+        let after_release = released.load(Ordering::SeqCst);
+        let tick = lock.try_acquire("job", LEASE).unwrap();
+        if after_release {
+            assert!(
+                tick.is_some(),
+                "the catch-up's lease left the tick its lock"
+            );
+        }
+        if let Some(lease) = tick {
+            lock.release(lease, Duration::ZERO).unwrap();
+        }
+        catch_up.join().unwrap();
     });
 }

@@ -294,8 +294,11 @@ impl Exclusive {
     /// the store's clock; a lease is taken only to run, so that is the job's last run
     /// anywhere), the task's first run is due at once: one run, whatever the number of
     /// ticks missed, and then the schedule goes on from its own grid (a fixed-rate task's
-    /// next run is the first deadline it would have had without catching up). A lock
-    /// never taken is not caught up (the job is new). If the store cannot be asked, or
+    /// next run is the first deadline it would have had without catching up). The
+    /// catch-up's lease is given back by that deadline whatever
+    /// [`at_least_for`](Self::at_least_for) says (a catch-up has no tick of its own to
+    /// protect), so the grid's first tick runs too. A lock never taken is not caught up
+    /// (the job is new). If the store cannot be asked, or
     /// does not keep the time (a `ClusterLock` without `last_acquired`), the task is
     /// scheduled as usual, with a warning. All nodes that start together after downtime
     /// catch up at once: the lock gives the run to one of them, as for any tick. Ignored

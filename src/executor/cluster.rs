@@ -134,6 +134,6 @@ impl ScheduledThreadPoolExecutor {
             counters: Some(&self.shared.counters),
             clock: self.shared.clock(),
         };
-        run_locked(exclusive, &ledger, f)
+        run_locked(exclusive, &ledger, None, f)
     }
 }

@@ -89,6 +89,10 @@ impl Pool {
             earliest,
         } = schedule.first(self.clock(), now, initial_delay, aligned, catch_up_now);
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
+        let mut task = task;
+        if let Some(next) = then {
+            task.catch_up_until(next);
+        }
         self.submit_periodic(
             now,
             first,

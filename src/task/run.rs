@@ -116,6 +116,12 @@ pub(crate) trait PeriodicBody: Send + 'static {
     fn last_failed(&self) -> bool {
         false
     }
+
+    /// Told before the task is shared, when its first run is an `Exclusive::catch_up`
+    /// run at once: `next`, the deadline the schedule goes on at after it (a fixed-rate
+    /// task's grid). The cluster lock's wrapper keeps the catch-up's lease from reaching
+    /// into that tick (`body/context.rs`, `Guarded`).
+    fn catch_up_until(&mut self, _next: Ticks) {}
 }
 
 /// What a periodic run says comes next.
