@@ -109,13 +109,23 @@ impl Builder {
     /// How long a thread above the core size (or any thread, with
     /// [`allow_core_thread_timeout`](Builder::allow_core_thread_timeout)) waits idle before
     /// it exits. Real time. Default 10 ms.
+    ///
+    /// A thread whose keep-alive ends before the next queued task is due does not wait
+    /// for that task as the one that will run it (Java's rule for its leader): it waits
+    /// behind a thread that does, and when its keep-alive ends it hands the task on to
+    /// another waiting thread before it leaves, so a task is never left to a thread about
+    /// to exit. A thread exits only while another one remains or nothing is queued: the
+    /// last thread of a pool with queued tasks stays (on a `ManualClock`, whose deadlines
+    /// cannot be compared with real time, threads wait for the task regardless).
     #[must_use]
     pub fn keep_alive(mut self, d: Duration) -> Self {
         self.config.keep_alive = d;
         self
     }
 
-    /// Lets idle core threads exit after `keep_alive`; they restart on demand. Default false.
+    /// Lets idle core threads exit after `keep_alive`; they restart on demand (see
+    /// [`keep_alive`](Builder::keep_alive) for which thread waits for a task that is not
+    /// due yet). Default false.
     #[must_use]
     pub fn allow_core_thread_timeout(mut self, v: bool) -> Self {
         self.config.allow_core_thread_timeout = v;
@@ -183,14 +193,19 @@ impl Builder {
         self
     }
 
-    /// How late a task may start so that wake-ups can be shared: deadlines that fall
-    /// within one `precision` of each other may be served by one wake-up. Default
-    /// `Duration::ZERO`: every deadline is served as precisely as the machine allows.
+    /// How late a task may start so that wake-ups can be shared: time is cut into slots
+    /// of `precision`, and the deadlines of one slot are served by one wake-up at the
+    /// slot's end. Default `Duration::ZERO`: every deadline is served as precisely as the
+    /// machine allows.
     ///
     /// With a precision `p`, a sleeping worker wakes at its task's deadline rounded up to
-    /// the next multiple of `p` (counted from the pool's start), and takes every task that
-    /// fell due by then, one after another, without sleeping in between; at `p` of 50 µs
-    /// or more it never spins (the [`SpinPolicy`] then only governs the idle spin). A
+    /// the next multiple of `p` (the multiples counted from the moment the pool was
+    /// built), and takes every task that fell due by then, one after another, without
+    /// sleeping in between; at `p` of 50 µs or more it never spins (the [`SpinPolicy`]
+    /// then only governs the idle spin). Two deadlines less than `p` apart may still fall
+    /// in two slots, and so take two wake-ups. Only sleeping is rounded: a task already
+    /// due when a worker looks for work is taken at once, never held back to its slot's
+    /// end. A
     /// dense schedule thus costs one wake-up per `p` instead of one per deadline: the
     /// trade-off is measured in `docs/BENCHMARKS.md` (workload W2's lateness and workload
     /// W5's CPU at 0, 50 µs, 1 ms and 10 ms).

@@ -330,7 +330,8 @@ impl<T: Send + 'static> DelayQueue<T> {
 
     /// A [`Stream`](futures_core::Stream) of the elements as they fall due, with their
     /// keys and deadlines ([`Expired`]), that ends once the queue is closed (or dropped)
-    /// and nothing in it is due. Cancel-safe: see [`Expirations`].
+    /// and nothing in it is due; polled again after its end it returns `None` again (a
+    /// closed queue stays closed). Cancel-safe: see [`Expirations`].
     ///
     /// ```
     /// use schedpool::DelayQueue;
@@ -354,6 +355,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// assert_eq!(next(&mut expired).await.unwrap().into_inner(), "second");
     /// drop(q); // a dropped queue is closed: the stream ends
     /// assert!(next(&mut expired).await.is_none());
+    /// assert!(next(&mut expired).await.is_none(), "and stays ended");
     /// # });
     /// ```
     pub fn expirations(&self) -> Expirations<T> {

@@ -124,10 +124,15 @@ impl TaskContext<'_> {
     /// Sleeps for up to `d` of the pool's clock, and returns early, with `false`, as soon
     /// as the run is asked to stop ([`is_cancelled`](Self::is_cancelled): a cancel of a
     /// periodic task, an interrupt, `shutdown_now`); `true` if the whole time passed. On
-    /// a [`ManualClock`](crate::ManualClock) it waits for the clock to be advanced past
-    /// `d`. The worker's thread sleeps meanwhile, so a pool with fewer threads than
-    /// sleeping tasks runs nothing else: keep long waits between runs in the schedule,
-    /// and use this for a back-off inside one run.
+    /// a [`ManualClock`](crate::ManualClock) it returns once the clock has been advanced
+    /// by `d` (reaching it is enough). The worker's thread sleeps meanwhile, so a pool
+    /// with fewer threads than sleeping tasks runs nothing else: keep long waits between
+    /// runs in the schedule, and use this for a back-off inside one run.
+    ///
+    /// A sleeping task is a running one: [`wait_idle`](crate::ScheduledThreadPoolExecutor::wait_idle)
+    /// waits for it, and `shutdown`, `shutdown_graceful` and `close` let the sleep end
+    /// by itself (they do not ask running tasks to stop); only the stops above cut it
+    /// short.
     ///
     /// ```
     /// use schedpool::ScheduledThreadPoolExecutor;
