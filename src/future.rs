@@ -360,9 +360,14 @@ impl fmt::Debug for PendingTask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("PendingTask");
         if let Some(job) = &self.job {
+            // As a future shows it: not the deadline's `Instant`, whose Debug is the OS
+            // clock's raw reading, but how far ahead it is on the pool's clock (zero once
+            // due).
+            let clock = self.shared.clock();
+            let due_in = clock::since(job.header().deadline(), clock.now());
             d.field("name", &self.name())
                 .field("periodic", &self.is_periodic())
-                .field("deadline", &self.deadline())
+                .field("deadline", &due_in)
                 .field("task", job.header());
         }
         d.finish()

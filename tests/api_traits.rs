@@ -69,6 +69,13 @@ fn debug_output_names_states_and_shows_deadlines_as_durations() {
     let shown = format!("{fut:?}");
     assert!(shown.contains("state: \"scheduled\""), "{shown}");
     assert!(shown.contains("deadline: 90s"), "{shown}");
+    // A pending task taken out by `shutdown_now` shows its deadline the same way.
+    let other = Builder::new().clock(clock.clone()).build();
+    let _kept = other.schedule(Duration::from_secs(60), || ()).unwrap();
+    let pending = other.shutdown_now();
+    let shown = format!("{:?}", pending[0]);
+    assert!(shown.contains("deadline: 60s"), "{shown}");
+    assert!(!shown.contains("tv_sec"), "no raw Instant: {shown}");
     fut.cancel();
     assert!(format!("{fut:?}").contains("state: \"cancelled\""));
 
