@@ -64,7 +64,8 @@
 //! `tracing` spans and events, target `schedpool` (no subscriber is installed), each with
 //! the field `pool` (the pool's name, `Builder::name`): a `task` span per run (trace level)
 //! with fields `id`, `task_name` (`Periodic::name`, [`ScheduledThreadPoolExecutor::named`];
-//! not `name`, which JSON formatters use for the span's own name), `kind` and
+//! not `name`, which JSON formatters use for the span's own name; left out for an unnamed
+//! task, as in the task's events), `kind` and
 //! `lateness_us`, which follows from the span the task was submitted in (when `schedpool`
 //! is traced at `TRACE`); `warn` on a late start and on a rejection (each at most once a
 //! second per pool, with `suppressed`, the occurrences since the last line, and

@@ -37,7 +37,7 @@ struct Recorder {
     next: AtomicU64,
     spans: Mutex<HashMap<u64, SpanRec>>,
     meta: Mutex<HashMap<u64, &'static Metadata<'static>>>,
-    /// `(message, name field)` of every event.
+    /// `(message, name field)` of every event (`"-"` for an event without the field).
     events: Mutex<Vec<(String, String)>>,
 }
 
@@ -105,7 +105,7 @@ impl Subscriber for &'static Recorder {
         let mut f = Fields::default();
         event.record(&mut f);
         let message = f.0.get("message").cloned().unwrap_or_default();
-        let name = f.0.get("task_name").cloned().unwrap_or_default();
+        let name = f.0.get("task_name").cloned().unwrap_or_else(|| "-".into());
         self.events.lock().unwrap().push((message, name));
     }
     fn enter(&self, span: &Id) {
@@ -272,5 +272,28 @@ fn task_spans_carry_name_and_kind_and_follow_from_the_submitters_span() {
         rec.span(cancelled_id).closed,
         "a cancel drops the closure, and the span with it"
     );
+
+    // An unnamed task's span and panic log leave `task_name` out; a task named "" records
+    // it, empty: the two are told apart.
+    let fut = pool.submit(|| -> u8 { panic!("anonymous boom") }).unwrap();
+    assert!(got(fut).unwrap_err().is_panicked());
+    let fut = pool.named("").submit(|| 1).unwrap();
+    assert_eq!(got(fut).unwrap(), 1);
+    assert!(wait_until(|| rec
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(m, n)| m == "task panicked" && n == "-")));
+    let spans = rec.spans.lock().unwrap();
+    let tasks = spans.values().filter(|s| s.name == "task");
+    let (named_empty, unnamed) = tasks.fold((0, 0), |(e, u), s| match s.fields.get("task_name") {
+        Some(n) if n.is_empty() => (e + 1, u),
+        None => (e, u + 1),
+        Some(_) => (e, u),
+    });
+    drop(spans);
+    assert_eq!(named_empty, 1, "the task named \"\"");
+    assert!(unnamed >= 1, "unnamed tasks have no task_name field");
     pool.close();
 }

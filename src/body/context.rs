@@ -291,7 +291,7 @@ where
                 target: "schedpool",
                 pool,
                 id = cx.header.id(),
-                task_name = cx.task_name.unwrap_or_default(),
+                task_name = cx.task_name,
                 failures = self.failures,
                 // `{:#}`: the error with its causes where its type prints them so (`anyhow`).
                 error = %format_args!("{error:#}"),

@@ -119,7 +119,7 @@ fn run_task(
             "task",
             pool = shared.name(),
             id = header.id(),
-            task_name = job.name().unwrap_or_default(),
+            task_name = job.name(), // left out for an unnamed task
             kind = job.schedule().name(),
             lateness_us = lateness.as_micros() as u64,
         )
@@ -170,7 +170,7 @@ fn run_task(
     }
     if let Some(msg) = report.panic {
         crate::user::traced(
-            || tracing::error!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name().unwrap_or_default(), panic = %msg, "task panicked"),
+            || tracing::error!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name(), panic = %msg, "task panicked"),
         );
     }
     match report.next {
