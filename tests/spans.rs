@@ -296,4 +296,21 @@ fn task_spans_carry_name_and_kind_and_follow_from_the_submitters_span() {
     assert_eq!(named_empty, 1, "the task named \"\"");
     assert!(unnamed >= 1, "unnamed tasks have no task_name field");
     pool.close();
+
+    // The late-start warning, written outside the task's span, names the task itself (a
+    // pool of its own: its warnings are not held back by the other pool's).
+    let (clock, late_pool) = manual_pool(1);
+    let fut = late_pool
+        .named("late-report")
+        .schedule(sec(1), || ())
+        .unwrap();
+    clock.advance(sec(10)); // nine seconds late
+    got(fut).unwrap();
+    assert!(wait_until(|| rec
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(m, n)| m == "task started late" && n == "late-report")));
+    late_pool.close();
 }

@@ -153,6 +153,7 @@ fn run_task(
                         target: "schedpool",
                         pool = shared.name(),
                         id = header.id(),
+                        task_name = job.name(), // outside the task's span: named here
                         lateness_us = lateness.as_micros() as u64,
                         suppressed,
                         occurrences = suppressed + 1,
