@@ -103,6 +103,10 @@ pub struct PoolStats {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskInfo {
+    /// The task's number: the `id` field of its `task` span and of its log lines (unique
+    /// in the process, and a periodic task's for all its runs), so a task list can be
+    /// joined with the logs.
+    pub id: u64,
     /// The name given with [`Periodic::name`](crate::Periodic::name), if any.
     pub name: Option<String>,
     /// How it is scheduled.

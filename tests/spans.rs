@@ -170,6 +170,11 @@ fn task_spans_carry_name_and_kind_and_follow_from_the_submitters_span() {
     let spans = rec.tasks_named("request-timeout");
     assert_eq!(spans.len(), 1, "{spans:?}");
     let task = &spans[0];
+    assert_eq!(
+        task.fields["id"],
+        queued[0].id.to_string(),
+        "the task list's id is the span's"
+    );
     assert_eq!(task.fields["kind"], "once");
     assert_eq!(task.fields["pool"], pool.name());
     assert_eq!(

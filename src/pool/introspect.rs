@@ -59,6 +59,7 @@ impl Pool {
             .map(|(deadline, _, job)| {
                 let (runs, last_run) = job.record();
                 TaskInfo {
+                    id: job.header().id(),
                     name: job.name().map(str::to_owned),
                     kind: job.schedule().kind(),
                     deadline: clock.instant_of(*deadline),
