@@ -340,9 +340,10 @@ pub(crate) struct Guarded<B> {
     /// The submitter's span (`span.rs`'s `Linked` explains why the span itself is held).
     parent: Option<tracing::Span>,
     lock: Option<Box<Exclusive>>,
-    /// A catch-up run's successor's deadline (`PeriodicBody::catch_up_until`): the first
-    /// run's lease is released by then, whatever `at_least_for` says (a catch-up has no
-    /// tick of its own to protect, and must not take the next one). Cleared by that run.
+    /// A catch-up run's successor's deadline (`PeriodicBody::catch_up_until`): a run due
+    /// before it (the catch-up) releases its lease by then, whatever `at_least_for` says
+    /// (a catch-up has no tick of its own to protect, and must not take the next one).
+    /// Cleared by the first run due at or after it.
     catch_up_until: Option<Ticks>,
 }
 
@@ -368,7 +369,15 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
             return self.body.call(cx);
         };
         let body = &mut self.body;
-        let hold_until = self.catch_up_until.take();
+        // Only a run due before the catch-up's successor is the catch-up (one skipped
+        // for lateness never reaches here, and then its successor keeps the full hold).
+        let hold_until = match self.catch_up_until {
+            Some(until) if cx.deadline < until => Some(until),
+            _ => {
+                self.catch_up_until = None;
+                None
+            }
+        };
         let ran = run_locked(spec, &Ledger::of(cx), hold_until, |lease| {
             body.call(&RunCx {
                 lease: Some(lease),
