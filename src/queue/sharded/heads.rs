@@ -4,13 +4,14 @@
 //!
 //! # Design
 //! A take needs the least head among `S` shards, twice (to pick the shard, and Q3's
-//! re-scan under its lock), and once more before it sleeps (Q1). While at most
-//! [`FANOUT`] shards hold entries it reads the heads the mask names. With more shards,
-//! they form groups of `FANOUT` and each group publishes the least head of its shards,
-//! so a scan of more than `FANOUT` non-empty shards reads the groups' minima and then
-//! the heads of one group: at most `FANOUT` loads per level, two
-//! levels for the [`MAX_SHARDS`] a queue may have (`FANOUT`² = 64). The cost of a take
-//! grows with the logarithm of the shard count, not with the shards that hold entries
+//! re-scan under its lock), and once more before it sleeps (Q1). With more than
+//! [`FANOUT`] shards, they form groups of `FANOUT` and each group publishes the least
+//! head of its shards, so a scan whose non-empty shards span several groups reads the
+//! groups' minima and then the heads of one group: at most `FANOUT` loads per level, two
+//! levels for the [`MAX_SHARDS`] a queue may have (`FANOUT`² = 64). While the non-empty
+//! shards sit in one group (the case of one submitting thread), or with no groups, a scan
+//! reads the heads the mask names, at most `FANOUT` of them too. The cost of a take grows
+//! with the logarithm of the shard count, not with the shards that hold entries
 //! (`docs/BENCHMARKS.md`, "Many workers, by simulation").
 //!
 //! A group's minimum is kept under a lock of its own, by the shard lock holders whose
