@@ -18,12 +18,15 @@ const PERIOD: Duration = Duration::from_secs(10);
 /// The `schedpool` warnings seen by this test binary: `(message, lock, error)`.
 static WARNINGS: Mutex<Vec<(String, String, String)>> = Mutex::new(Vec::new());
 
+/// The same warnings' `(message, task_name)`, `"-"` for a warning without the field.
+static WARNED_TASKS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
 /// Records every `schedpool` warning (installed once for the whole binary: the workers
 /// log on their own threads).
 struct Warnings;
 
 #[derive(Default)]
-struct Fields(String, String, String);
+struct Fields(String, String, String, Option<String>);
 
 impl tracing::field::Visit for Fields {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
@@ -33,6 +36,7 @@ impl tracing::field::Visit for Fields {
             "lock" => self.1 = v,
             "error" => self.2 = v,
             "ran_ms" => self.2 = format!("ran_ms={v}"),
+            "task_name" => self.3 = Some(v),
             _ => {}
         }
     }
@@ -50,6 +54,8 @@ impl tracing::Subscriber for Warnings {
     fn event(&self, event: &tracing::Event<'_>) {
         let mut f = Fields::default();
         event.record(&mut f);
+        let task = f.3.unwrap_or_else(|| "-".into());
+        WARNED_TASKS.lock().unwrap().push((f.0.clone(), task));
         WARNINGS.lock().unwrap().push((f.0, f.1, f.2));
     }
     fn enter(&self, _: &tracing::span::Id) {}
@@ -300,14 +306,17 @@ fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone()
     let taken_over = Arc::new(AtomicBool::new(false));
     let t = taken_over.clone();
     let fut = pool
-        .schedule_periodic(job(lock.clone()).max_runs(1), move || {
-            c.advance(sec(61)); // the run takes longer than at_most_for (60 s)
-                                // Meanwhile another node takes the lock.
-            t.store(
-                l.try_acquire("report", sec(60)).unwrap().is_some(),
-                Ordering::SeqCst,
-            );
-        })
+        .schedule_periodic(
+            job(lock.clone()).max_runs(1).name("nightly-report"),
+            move || {
+                c.advance(sec(61)); // the run takes longer than at_most_for (60 s)
+                                    // Meanwhile another node takes the lock.
+                t.store(
+                    l.try_acquire("report", sec(60)).unwrap().is_some(),
+                    Ordering::SeqCst,
+                );
+            },
+        )
         .unwrap();
     assert!(fut.wait_timeout(BOUND));
     fut.get().unwrap();
@@ -324,6 +333,15 @@ fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone()
         ),
         "ran_ms is the pool's clock's time: {:?}",
         WARNINGS.lock().unwrap()
+    );
+    assert!(
+        WARNED_TASKS
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(m, t)| m.starts_with("a run outlasted") && t == "nightly-report"),
+        "the overrun warning names its task: {:?}",
+        WARNED_TASKS.lock().unwrap()
     );
     assert!(
         lock.is_held("report"),

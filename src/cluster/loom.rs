@@ -150,6 +150,7 @@ fn loom_cluster_a_catch_up_release_leaves_the_next_tick_its_lock() {
             thread::spawn(move || {
                 let ledger = Ledger {
                     pool: "",
+                    task: None,
                     counters: None,
                     clock: &clock,
                 };

@@ -131,6 +131,7 @@ impl ScheduledThreadPoolExecutor {
     ) -> Result<Option<T>, LockError> {
         let ledger = Ledger {
             pool: self.shared.name(),
+            task: None,
             counters: Some(&self.shared.counters),
             clock: self.shared.clock(),
         };

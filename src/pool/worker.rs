@@ -166,7 +166,7 @@ fn run_task(
     if report.skipped {
         stats::bump(&shared.counters.skipped);
         crate::user::traced(
-            || tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), "periodic run skipped (max_lateness)"),
+            || tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name(), "periodic run skipped (max_lateness)"),
         );
     }
     if let Some(msg) = report.panic {
