@@ -53,6 +53,7 @@ impl Builder {
                 remove_on_cancel: true,
                 clock: None,
                 late_threshold: Duration::from_millis(10),
+                task_span_level: tracing::Level::TRACE,
                 spin_policy: SpinPolicy::Adaptive,
                 timer_precision: Duration::ZERO,
             },
@@ -173,6 +174,27 @@ impl Builder {
     #[must_use]
     pub fn clock(mut self, c: ManualClock) -> Self {
         self.config.clock = Some(c);
+        self
+    }
+
+    /// The level of the `task` span each run is in (its fields: `pool`, `id`, `task_name`,
+    /// `kind`, `lateness_us`). Default `TRACE`, so that a usual `info` filter costs the
+    /// runs nothing; at `INFO`, the lines a job logs at `info` carry the task's context:
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::builder()
+    ///     .task_span_level(tracing::Level::INFO)
+    ///     .build();
+    /// # pool.close();
+    /// ```
+    ///
+    /// A task submitted inside a span is linked to it (`follows_from`) when its `task`
+    /// span is recorded, at whatever level that is.
+    #[must_use]
+    pub fn task_span_level(mut self, level: tracing::Level) -> Self {
+        self.config.task_span_level = level;
         self
     }
 

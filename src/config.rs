@@ -51,6 +51,8 @@ pub(crate) struct Config {
     pub(crate) remove_on_cancel: bool,
     pub(crate) clock: Option<ManualClock>,
     pub(crate) late_threshold: Duration,
+    /// The level of each run's `task` span (`Builder::task_span_level`).
+    pub(crate) task_span_level: tracing::Level,
     pub(crate) spin_policy: SpinPolicy,
     pub(crate) timer_precision: Duration,
 }
@@ -79,6 +81,7 @@ impl fmt::Debug for Config {
             .field("remove_on_cancel", &self.remove_on_cancel)
             .field("manual_clock", &self.clock.is_some())
             .field("late_threshold", &self.late_threshold)
+            .field("task_span_level", &self.task_span_level)
             .field("spin_policy", &self.spin_policy)
             .field("timer_precision", &self.timer_precision)
             .finish_non_exhaustive()

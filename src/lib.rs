@@ -62,13 +62,13 @@
 //!
 //! # Observability
 //! `tracing` spans and events, target `schedpool` (no subscriber is installed), each with
-//! the field `pool` (the pool's name, `Builder::name`): a `task` span per run (trace level)
-//! with fields `id`, `task_name` (`Periodic::name`, [`ScheduledThreadPoolExecutor::named`];
-//! not `name`, which JSON formatters use for the span's own name; left out for an unnamed
-//! task, as in the task's events), `kind` and
+//! the field `pool` (the pool's name, `Builder::name`): a `task` span per run (trace level,
+//! or `Builder::task_span_level`) with fields `id`, `task_name` (`Periodic::name`,
+//! [`ScheduledThreadPoolExecutor::named`]; not `name`, which JSON formatters use for the
+//! span's own name; left out for an unnamed task, as in the task's events), `kind` and
 //! `lateness_us`, which follows from the span the task was submitted in (when `schedpool`
-//! is traced at `TRACE`); `warn` on a late start and on a rejection (each at most once a
-//! second per pool, with `suppressed`, the occurrences since the last line, and
+//! is traced at the span's level); `warn` on a late start and on a rejection (each at most
+//! once a second per pool, with `suppressed`, the occurrences since the last line, and
 //! `occurrences`, the ones the line stands for; what is still counted is written at
 //! shutdown and termination, so a pool's `occurrences` add up to its counters), `warn` on
 //! a failed run of a fallible task (the error with `{:#}`, which prints an `anyhow`

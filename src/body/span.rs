@@ -41,11 +41,20 @@ impl<B: OnceBody<T>, T> OnceBody<T> for Linked<B> {
 }
 
 /// The span a task submitted now should be linked to: the caller's current span, if the
-/// task's `task` span could be recorded at all (`None` costs a level check when tracing
-/// is off). Always inlined: the check is a few instructions, a call costs more.
+/// task's `task` span could be recorded at all at `level` (the pool's
+/// `task_span_level`; `None` costs a level check when tracing is off). Always inlined:
+/// the check is a few instructions, a call costs more.
 #[inline(always)]
-pub(crate) fn submitter_span() -> Option<tracing::Span> {
-    if !tracing::span_enabled!(target: "schedpool", tracing::Level::TRACE) {
+pub(crate) fn submitter_span(level: tracing::Level) -> Option<tracing::Span> {
+    use tracing::Level;
+    let enabled = match level {
+        Level::TRACE => tracing::span_enabled!(target: "schedpool", Level::TRACE),
+        Level::DEBUG => tracing::span_enabled!(target: "schedpool", Level::DEBUG),
+        Level::INFO => tracing::span_enabled!(target: "schedpool", Level::INFO),
+        Level::WARN => tracing::span_enabled!(target: "schedpool", Level::WARN),
+        _ => tracing::span_enabled!(target: "schedpool", Level::ERROR),
+    };
+    if !enabled {
         return None;
     }
     let current = tracing::Span::current();

@@ -238,7 +238,7 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce() + Send + 'static,
     {
         // Inside a span that tracing records, the task is linked to it (`body::Linked`).
-        match submitter_span() {
+        match submitter_span(self.shared.config.task_span_level) {
             None => self.shared.execute(Plain(task)),
             Some(parent) => self.shared.execute(Linked {
                 body: Plain(task),
@@ -345,7 +345,7 @@ impl ScheduledThreadPoolExecutor {
         N: Label,
     {
         // Inside a span that tracing records, the task is linked to it (`body::Linked`).
-        let (task, pool) = match submitter_span() {
+        let (task, pool) = match submitter_span(self.shared.config.task_span_level) {
             None => self.shared.schedule_once(deadline, now, task, name)?,
             Some(parent) => {
                 let body = Linked { body: task, parent };
@@ -497,7 +497,11 @@ impl ScheduledThreadPoolExecutor {
         if let Some(exclusive) = lock.as_ref().filter(|e| e.catch_up) {
             spec.catch_up_now = owes_catch_up(exclusive, &spec.schedule, self.name());
         }
-        let body = Guarded::new(body, submitter_span(), lock);
+        let body = Guarded::new(
+            body,
+            submitter_span(self.shared.config.task_span_level),
+            lock,
+        );
         let (task, pool) = self.shared.schedule_periodic(spec, body)?;
         Ok(ScheduledFuture::new(task, pool))
     }

@@ -113,16 +113,31 @@ fn run_task(
     // U2: the subscriber's span creation, entry, exit and close are contained; a task
     // whose span failed runs without it, and its run's report still reaches the
     // re-queue below.
+    // At the pool's `task_span_level` (a span's level is part of its callsite: one per
+    // level).
+    macro_rules! task_span {
+        ($level:expr) => {
+            tracing::span!(
+                target: "schedpool",
+                $level,
+                "task",
+                pool = shared.name(),
+                id = header.id(),
+                task_name = job.name(), // left out for an unnamed task
+                kind = job.schedule().name(),
+                lateness_us = lateness.as_micros() as u64,
+            )
+        };
+    }
     let span = crate::user::traced(|| {
-        tracing::trace_span!(
-            target: "schedpool",
-            "task",
-            pool = shared.name(),
-            id = header.id(),
-            task_name = job.name(), // left out for an unnamed task
-            kind = job.schedule().name(),
-            lateness_us = lateness.as_micros() as u64,
-        )
+        use tracing::Level;
+        match shared.config.task_span_level {
+            Level::TRACE => task_span!(Level::TRACE),
+            Level::DEBUG => task_span!(Level::DEBUG),
+            Level::INFO => task_span!(Level::INFO),
+            Level::WARN => task_span!(Level::WARN),
+            _ => task_span!(Level::ERROR),
+        }
     });
     let env = RunEnv {
         now,
