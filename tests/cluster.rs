@@ -593,6 +593,18 @@ struct Counting {
     refused: AtomicU64,
 }
 
+impl Counting {
+    /// A counting store over a `LocalLock` on `clock`, answering every call.
+    fn on(clock: &ManualClock) -> Arc<Self> {
+        Arc::new(Counting {
+            inner: LocalLock::with_clock(clock.clone()),
+            extended: AtomicU64::new(0),
+            extend_down: AtomicBool::new(false),
+            refused: AtomicU64::new(0),
+        })
+    }
+}
+
 impl ClusterLock for Counting {
     fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
         self.inner.try_acquire(name, at_most_for)
@@ -620,12 +632,7 @@ impl ClusterLock for Counting {
 #[test]
 fn a_kept_alive_run_holds_the_lock_for_as_long_as_it_lasts() {
     let clock = ManualClock::new();
-    let store = Arc::new(Counting {
-        inner: LocalLock::with_clock(clock.clone()),
-        extended: AtomicU64::new(0),
-        extend_down: AtomicBool::new(false),
-        refused: AtomicU64::new(0),
-    });
+    let store = Counting::on(&clock);
     let pool = node(&clock);
     let other = store.clone(); // another node's handle on the same store
     let (c, s) = (clock.clone(), store.clone());
@@ -667,12 +674,7 @@ fn a_kept_alive_run_is_no_overrun_on_any_path() {
         "run_exclusive",
     ] {
         let clock = ManualClock::new();
-        let store = Arc::new(Counting {
-            inner: LocalLock::with_clock(clock.clone()),
-            extended: AtomicU64::new(0),
-            extend_down: AtomicBool::new(false),
-            refused: AtomicU64::new(0),
-        });
+        let store = Counting::on(&clock);
         let pool = node(&clock);
         let spec = Exclusive::new(store.clone(), "long", sec(60)).keep_alive(sec(20));
         let (c, s) = (clock.clone(), store.clone());
@@ -722,12 +724,7 @@ fn a_kept_alive_run_is_no_overrun_on_any_path() {
 #[test]
 fn a_lease_whose_extensions_fail_runs_out_after_the_last_one() {
     let clock = ManualClock::new();
-    let store = Arc::new(Counting {
-        inner: LocalLock::with_clock(clock.clone()),
-        extended: AtomicU64::new(0),
-        extend_down: AtomicBool::new(false),
-        refused: AtomicU64::new(0),
-    });
+    let store = Counting::on(&clock);
     let pool = node(&clock);
     let (c, s) = (clock.clone(), store.clone());
     let seen: Arc<Mutex<Vec<bool>>> = Arc::default();

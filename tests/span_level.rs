@@ -11,9 +11,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use common::{manual_pool, sec, BOUND};
+use common::{manual_pool, sec, FieldMap, BOUND};
 use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
-use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
@@ -35,25 +34,13 @@ std::thread_local! {
     static CURRENT: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-#[derive(Default)]
-struct Fields(HashMap<&'static str, String>);
-
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name(), value.to_owned());
-    }
-}
-
 impl Subscriber for &'static InfoFilter {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
         *metadata.level() <= Level::INFO
     }
     fn new_span(&self, attrs: &Attributes<'_>) -> Id {
         let id = self.next.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut f = Fields::default();
+        let mut f = FieldMap::default();
         attrs.record(&mut f);
         let pool = f.0.remove("pool").unwrap_or_default();
         self.spans.lock().unwrap().insert(
@@ -73,7 +60,7 @@ impl Subscriber for &'static InfoFilter {
             .push(follows.into_u64());
     }
     fn event(&self, event: &Event<'_>) {
-        let mut f = Fields::default();
+        let mut f = FieldMap::default();
         event.record(&mut f);
         let message = f.0.remove("message").unwrap_or_default();
         let current = CURRENT.with(|c| c.borrow().last().copied());

@@ -13,9 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use common::{manual_pool, sec, wait_until, BOUND};
+use common::{manual_pool, sec, wait_until, FieldMap, BOUND};
 use schedpool::{Periodic, ScheduledFuture, TaskContext, TaskError};
-use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 use tracing_core::span::Current;
@@ -46,18 +45,6 @@ thread_local! {
     static STACK: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
-#[derive(Default)]
-struct Fields(HashMap<&'static str, String>);
-
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name(), format!("{value:?}"));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name(), value.to_owned());
-    }
-}
-
 impl Recorder {
     fn span(&self, id: u64) -> SpanRec {
         self.spans.lock().unwrap()[&id].clone()
@@ -83,7 +70,7 @@ impl Subscriber for &'static Recorder {
     }
     fn new_span(&self, attrs: &Attributes<'_>) -> Id {
         let id = self.next.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut fields = Fields::default();
+        let mut fields = FieldMap::default();
         attrs.record(&mut fields);
         let rec = SpanRec {
             name: attrs.metadata().name(),
@@ -102,7 +89,7 @@ impl Subscriber for &'static Recorder {
         }
     }
     fn event(&self, event: &Event<'_>) {
-        let mut f = Fields::default();
+        let mut f = FieldMap::default();
         event.record(&mut f);
         let message = f.0.get("message").cloned().unwrap_or_default();
         let name = f.0.get("task_name").cloned().unwrap_or_else(|| "-".into());

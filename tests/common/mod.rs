@@ -169,3 +169,17 @@ pub(crate) fn shutdown_now_and_wait(pool: &ScheduledThreadPoolExecutor) {
     drop(pool.shutdown_now());
     assert!(pool.await_termination(BOUND), "the pool did not terminate");
 }
+
+/// The fields of a span or an event, each as its `Debug` (a `&str` as itself): what the
+/// tests' subscribers read.
+#[derive(Default)]
+pub(crate) struct FieldMap(pub(crate) std::collections::HashMap<&'static str, String>);
+
+impl tracing::field::Visit for FieldMap {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name(), value.to_owned());
+    }
+}
