@@ -246,20 +246,35 @@ impl PgLockBuilder {
     /// [`LockError::Config`] for a URL or connection string that does not parse, or an
     /// invalid table name.
     pub fn build(self) -> Result<PgLock, LockError> {
-        // `sslmode` and `sslrootcert` as libpq reads them (`pg/tls.rs`).
-        let (url, tls) = tls::split_tls(&self.url)?;
+        // The TLS settings as libpq reads them: the string, the PGSSL* variables, the
+        // files under ~/.postgresql (`pg/tls/`).
+        let (url, tls) = tls::read(&self.url, &tls::process_env)?;
         let mut config = postgres::Config::from_str(&url)
             .map_err(|e| LockError::Config(format!("database URL: {e}")))?;
         #[cfg(not(feature = "postgres-tls"))]
-        if tls.needs_tls() {
-            return Err(LockError::Config(
-                "the connection string asks for TLS (sslmode=require, verify-ca, verify-full \
-                 or sslrootcert): build schedpool with the cargo feature `postgres-tls`"
-                    .into(),
-            ));
+        if let Some(why) = tls.asks_for_tls() {
+            return Err(LockError::Config(format!(
+                "the connection asks for TLS ({why}): build schedpool with the cargo feature \
+                 `postgres-tls`"
+            )));
         }
+        // libpq's rule: no TLS over a Unix-domain socket, so no file is read for one.
+        let hosts = config.get_hosts();
+        let sockets_only = !hosts.is_empty()
+            && hosts
+                .iter()
+                .all(|h| !matches!(h, postgres::config::Host::Tcp(_)));
+        config.ssl_mode(if sockets_only {
+            postgres::config::SslMode::Disable
+        } else {
+            tls.crate_mode()
+        });
         #[cfg(feature = "postgres-tls")]
-        let tls = tls::connector(&tls)?;
+        let tls = tls::connector(&if sockets_only {
+            tls::TlsSpec::plain()
+        } else {
+            tls.locate()?
+        })?;
         if !valid_table(&self.table) {
             return Err(LockError::Config(format!(
                 "table name {:?} is not a plain or schema-qualified SQL identifier",

@@ -69,3 +69,22 @@ fn an_unreachable_server_fails_within_the_timeout() {
         "each call is bounded by the timeout"
     );
 }
+
+/// libpq's rule: a Unix-domain socket carries no TLS, so none is asked of the crate and
+/// no file is read; over TCP the same string reads its files.
+#[cfg(all(unix, feature = "postgres-tls"))]
+#[test]
+fn a_unix_socket_never_uses_tls() {
+    let missing = "sslmode=verify-full sslrootcert=/no/such/root.pem sslcert=/no/such/c.pem";
+    let lock = PgLock::new(&format!("host=/var/run/postgresql {missing}")).unwrap();
+    assert_eq!(
+        lock.shared.config.get_ssl_mode(),
+        postgres::config::SslMode::Disable
+    );
+    match PgLock::new(&format!("host=db {missing}")) {
+        Err(LockError::Config(msg)) => assert!(msg.contains("/no/such/root.pem"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    let lock = PgLock::new("host=db sslmode=verify-ca sslrootcert=system").err();
+    assert!(matches!(lock, Some(LockError::Config(_))), "system is verify-full only");
+}
