@@ -33,9 +33,18 @@ impl PgServer {
     /// A fresh server that accepts TLS connections only (`hostssl` in `pg_hba.conf`, no
     /// plain TCP), with a certificate for `localhost` (not for `127.0.0.1`) signed by a
     /// test CA ([`ca_file`](Self::ca_file)); [`other_ca_file`](Self::other_ca_file) is a
-    /// CA that signed nothing. Made with the `openssl` command.
+    /// CA that signed nothing. Its database `certs` admits only clients with a certificate
+    /// for the user `postgres` signed by a client CA (`cert` authentication); the client
+    /// certificates and keys are [`file`](Self::file)s (the list at `make_certificates`).
+    /// Made with the `openssl` command.
     pub(crate) fn start_tls() -> PgServer {
         Self::start_with(true)
+    }
+
+    /// A file of the server's directory, by name (the certificates and keys).
+    #[allow(dead_code)] // used by some test binaries only
+    pub(crate) fn file(&self, name: &str) -> String {
+        self.root.join(name).to_str().unwrap().to_owned()
     }
 
     /// The test CA's certificate (PEM), for `sslrootcert`.
@@ -86,10 +95,20 @@ impl PgServer {
             server.make_certificates();
         }
         server.start_again();
+        if tls {
+            server
+                .socket_client()
+                .batch_execute("CREATE DATABASE certs")
+                .expect("create the database that demands client certificates");
+        }
         server
     }
 
-    /// The CA, the server's certificate and key, another CA; TLS-only `pg_hba.conf`.
+    /// The CA, the server's certificate and key, another CA; the client CA and, signed by
+    /// it for the user `postgres`, `client.crt` with its key in three forms
+    /// (`client.key` PKCS#8, `client-rsa.key` PKCS#1, `client-enc.key` encrypted with the
+    /// password `secret`) and `client-ec.crt` with a SEC1 key (`client-ec.key`);
+    /// TLS-only `pg_hba.conf`, with `cert` authentication for the database `certs`.
     fn make_certificates(&self) {
         let r = &self.root;
         let openssl = |args: &[&str]| {
@@ -105,7 +124,11 @@ impl PgServer {
                 String::from_utf8_lossy(&out.stderr)
             );
         };
-        for (name, cn) in [("ca", "schedpool test CA"), ("other", "another CA")] {
+        for (name, cn) in [
+            ("ca", "schedpool test CA"),
+            ("other", "another CA"),
+            ("client-ca", "schedpool client CA"),
+        ] {
             openssl(&[
                 "req",
                 "-x509",
@@ -161,9 +184,77 @@ impl PgServer {
             "-out",
             "server.crt",
         ]);
+        // The client certificates: an RSA key (PKCS#8, then PKCS#1 and encrypted copies)
+        // and an EC key (SEC1), both for the user `postgres`, signed by the client CA.
+        openssl(&[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            "client-ec.key",
+        ]);
+        for (csr, key_args) in [
+            (
+                "client",
+                &["-newkey", "rsa:2048", "-nodes", "-keyout", "client.key"][..],
+            ),
+            ("client-ec", &["-key", "client-ec.key"][..]),
+        ] {
+            let mut args = vec!["req", "-new", "-subj", "/CN=postgres"];
+            args.extend_from_slice(key_args);
+            let out = format!("{csr}.csr");
+            args.extend_from_slice(&["-out", &out]);
+            openssl(&args);
+        }
+        std::fs::write(
+            r.join("client.ext"),
+            "extendedKeyUsage=clientAuth\nkeyUsage=critical,digitalSignature,keyEncipherment\n\
+             basicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        for name in ["client", "client-ec"] {
+            openssl(&[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{name}.csr"),
+                "-CA",
+                "client-ca.crt",
+                "-CAkey",
+                "client-ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                "client.ext",
+                "-out",
+                &format!("{name}.crt"),
+            ]);
+        }
+        openssl(&[
+            "rsa",
+            "-in",
+            "client.key",
+            "-traditional",
+            "-out",
+            "client-rsa.key",
+        ]);
+        openssl(&[
+            "pkcs8",
+            "-topk8",
+            "-in",
+            "client.key",
+            "-passout",
+            "pass:secret",
+            "-out",
+            "client-enc.key",
+        ]);
         std::fs::write(
             self.data().join("pg_hba.conf"),
-            "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n",
+            "local all all trust\nhostssl certs all 127.0.0.1/32 cert\n\
+             hostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n",
         )
         .unwrap();
         if self.as_postgres {
@@ -191,7 +282,6 @@ impl PgServer {
 
     /// A client on the server's Unix socket (plain, whatever TCP demands), for the tests'
     /// own queries.
-    #[allow(dead_code)] // used by some test binaries only
     pub(crate) fn socket_client(&self) -> postgres::Client {
         let conn = format!(
             "host={} port={} user=postgres dbname=postgres",
@@ -217,7 +307,8 @@ impl PgServer {
         if self.tls {
             let r = self.root.to_str().unwrap();
             opts.push_str(&format!(
-                " -c ssl=on -c ssl_cert_file={r}/server.crt -c ssl_key_file={r}/server.key"
+                " -c ssl=on -c ssl_cert_file={r}/server.crt -c ssl_key_file={r}/server.key \
+                 -c ssl_ca_file={r}/client-ca.crt"
             ));
         }
         let log = self.root.join("server.log");

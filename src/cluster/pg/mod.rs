@@ -131,9 +131,11 @@ pub struct PgLock {
 /// What a [`PgLock`] and its connection threads share.
 struct Shared {
     config: postgres::Config,
-    /// The TLS connector for what the connection string asked (`pg/tls.rs`).
+    /// The TLS connector for what the connection asked (`pg/tls/`); `None` for one that
+    /// never uses TLS (`sslmode=disable`, or Unix sockets only: rustls refuses their empty
+    /// host name even though no handshake follows).
     #[cfg(feature = "postgres-tls")]
-    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     table: String,
     node: String,
     timeout: Duration,
@@ -264,17 +266,18 @@ impl PgLockBuilder {
             && hosts
                 .iter()
                 .all(|h| !matches!(h, postgres::config::Host::Tcp(_)));
-        config.ssl_mode(if sockets_only {
+        let mode = if sockets_only {
             postgres::config::SslMode::Disable
         } else {
             tls.crate_mode()
-        });
+        };
+        config.ssl_mode(mode);
         #[cfg(feature = "postgres-tls")]
-        let tls = tls::connector(&if sockets_only {
-            tls::TlsSpec::plain()
+        let tls = if mode == postgres::config::SslMode::Disable {
+            None
         } else {
-            tls.locate()?
-        })?;
+            Some(tls::connector(&tls.locate()?)?)
+        };
         if !valid_table(&self.table) {
             return Err(LockError::Config(format!(
                 "table name {:?} is not a plain or schema-qualified SQL identifier",

@@ -7,9 +7,7 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-#[cfg(not(feature = "postgres-tls"))]
-use postgres::NoTls;
-use postgres::{Client, Statement};
+use postgres::{Client, NoTls, Statement};
 
 use super::{Answer, Op, PgLock, Request, Shared};
 use crate::cluster::LockError;
@@ -141,9 +139,13 @@ fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer
 fn connect(shared: &Shared) -> Result<Session, LockError> {
     let store = |e: postgres::Error| LockError::Store(Box::new(e));
     #[cfg(feature = "postgres-tls")]
-    let mut client = shared.config.connect(shared.tls.clone()).map_err(store)?;
+    let connected = match &shared.tls {
+        Some(tls) => shared.config.connect(tls.clone()),
+        None => shared.config.connect(NoTls),
+    };
     #[cfg(not(feature = "postgres-tls"))]
-    let mut client = shared.config.connect(NoTls).map_err(store)?;
+    let connected = shared.config.connect(NoTls);
+    let mut client = connected.map_err(store)?;
     // A little under the caller's bound, so that a statement the database is slow with
     // is cancelled there, with its error, before the caller gives up on the connection.
     let ms = (shared.timeout.as_millis() * 3 / 4).max(1);

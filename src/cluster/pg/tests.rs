@@ -81,10 +81,17 @@ fn a_unix_socket_never_uses_tls() {
         lock.shared.config.get_ssl_mode(),
         postgres::config::SslMode::Disable
     );
+    assert!(
+        lock.shared.tls.is_none(),
+        "no connector: rustls refuses a socket's empty name"
+    );
     match PgLock::new(&format!("host=db {missing}")) {
         Err(LockError::Config(msg)) => assert!(msg.contains("/no/such/root.pem"), "{msg}"),
         other => panic!("{other:?}"),
     }
     let lock = PgLock::new("host=db sslmode=verify-ca sslrootcert=system").err();
-    assert!(matches!(lock, Some(LockError::Config(_))), "system is verify-full only");
+    assert!(
+        matches!(lock, Some(LockError::Config(_))),
+        "system is verify-full only"
+    );
 }

@@ -399,7 +399,7 @@ pub(super) struct TlsSpec {
 #[cfg(any(test, feature = "postgres-tls"))]
 impl TlsSpec {
     /// No checks and no client certificate: for connections that never use TLS.
-    pub(super) fn plain() -> TlsSpec {
+    fn plain() -> TlsSpec {
         TlsSpec {
             verify: Verify::Nothing,
             client: None,
