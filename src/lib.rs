@@ -88,8 +88,11 @@
 //!   time. `default-features = false` leaves its dependencies (croner, chrono) out.
 //! - `postgres`: `cluster::PgLock`, cluster locks in a PostgreSQL table (the `postgres`
 //!   crate).
-//! - `postgres-tls` (implies `postgres`): `PgLock` over TLS (rustls), with `sslmode`
-//!   `require`, `verify-ca` and `verify-full` and `sslrootcert` read as libpq reads them.
+//! - `postgres-tls` (implies `postgres`): `PgLock` over TLS (rustls with ring; no
+//!   OpenSSL), configured as libpq is: `sslmode` (`require`, `verify-ca`,
+//!   `verify-full`), `sslrootcert` (a PEM file, or `system` for the operating system's
+//!   store), client certificates (`sslcert`, `sslkey`), the variables `PGSSLMODE`,
+//!   `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY`, and the defaults in `~/.postgresql`.
 
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -72,21 +72,38 @@ const DEFAULT_TABLE: &str = "schedpool_locks";
 /// server drops it: budget up to five connections per `PgLock` against the server's
 /// `max_connections` in that case, one otherwise.
 ///
-/// **TLS.** With the cargo feature `postgres-tls`, the connection string's `sslmode`
-/// (`disable`, `prefer`, `require`, `verify-ca`, `verify-full`) and `sslrootcert` work as
-/// libpq's do, on rustls: `verify-full` checks the server's certificate against the
-/// roots in `sslrootcert` and the host name; `verify-ca` the roots only; `require`
-/// encrypts without checking (unless `sslrootcert` is given, then as `verify-ca`).
-/// Without the feature, a string that asks for TLS is refused by
-/// [`build`](PgLockBuilder::build) with an error that names the feature, and `prefer`
-/// (the default) connects in plain text.
+/// **TLS.** With the cargo feature `postgres-tls`, TLS is configured as for libpq (on
+/// rustls). The keys `sslmode`, `sslrootcert`, `sslcert` and `sslkey` are read from the
+/// connection string, else from `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT` and
+/// `PGSSLKEY`, else from libpq's defaults: `~/.postgresql/root.crt` (if it exists) for
+/// the roots, `~/.postgresql/postgresql.crt` and `postgresql.key` (if they exist) for the
+/// client certificate, `prefer` for the mode.
+/// - `verify-full` checks the server's certificate against the roots and the host name;
+///   `verify-ca` the roots only; `require` encrypts without checking, unless there is a
+///   root file (then as `verify-ca`); `prefer` encrypts if the server offers it.
+/// - `sslrootcert=system` trusts the operating system's store (`SSL_CERT_FILE` and
+///   `SSL_CERT_DIR` replace it when set) and makes `verify-full` the default and the
+///   only mode allowed.
+/// - A client certificate (PEM; its key PKCS#8, PKCS#1 or SEC1, unencrypted) is
+///   presented when the server asks for one (`cert` authentication, `clientcert=`).
+/// - A Unix-domain socket carries no TLS, whatever the mode.
+///
+/// Every file is read by [`build`](PgLockBuilder::build), so a missing or unreadable
+/// file, a key that does not match its certificate, an unknown `sslmode` or a mode
+/// weaker than `verify-full` with `sslrootcert=system` is a [`LockError::Config`] there.
+/// A file named in the string or a variable must exist (libpq goes on without some).
+/// Without the feature, a connection that asks for TLS is refused by `build` with an
+/// error that names the feature, and `prefer` (the default) connects in plain text.
 ///
 /// ```no_run
 /// # use schedpool::cluster::PgLock;
-/// // A managed database: encrypted, the server's certificate and name checked.
+/// // A managed database with a public certificate: encrypted, the certificate and the
+/// // host name checked against the system's roots (verify-full is implied).
+/// let _lock = PgLock::new("host=db.example.com user=app dbname=app sslrootcert=system")?;
+/// // A private CA, and a client certificate for `cert` authentication.
 /// let _lock = PgLock::new(
-///     "host=db.example.com user=app dbname=app \
-///      sslmode=verify-full sslrootcert=/etc/ssl/certs/db-ca.pem",
+///     "host=db.internal user=app dbname=app sslmode=verify-full \
+///      sslrootcert=/etc/db/ca.pem sslcert=/etc/db/app.crt sslkey=/etc/db/app.key",
 /// )?;
 /// # Ok::<(), schedpool::cluster::LockError>(())
 /// ```
@@ -245,8 +262,11 @@ impl PgLockBuilder {
     /// The lock. It does not connect yet ([`PgLock::check`] does).
     ///
     /// # Errors
-    /// [`LockError::Config`] for a URL or connection string that does not parse, or an
-    /// invalid table name.
+    /// [`LockError::Config`] for a URL or connection string that does not parse, an
+    /// invalid table name, or TLS settings that cannot serve (see [`PgLock`]'s TLS notes:
+    /// an unknown `sslmode`, a certificate or key file missing or unreadable, a key that
+    /// does not match its certificate, a verifying mode without roots; TLS asked for
+    /// without the feature `postgres-tls`).
     pub fn build(self) -> Result<PgLock, LockError> {
         // The TLS settings as libpq reads them: the string, the PGSSL* variables, the
         // files under ~/.postgresql (`pg/tls/`).
