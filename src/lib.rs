@@ -131,7 +131,7 @@ mod user;
 
 pub use body::TaskContext;
 pub use builder::Builder;
-pub use clock::ManualClock;
+pub use clock::{ManualClock, WallClock};
 pub use config::RejectionPolicy;
 #[cfg(feature = "cron")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cron")))]
