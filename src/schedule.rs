@@ -337,7 +337,8 @@ impl Schedule {
             Schedule::FixedRate(period, _) | Schedule::FixedDelay(period) => {
                 Ok(Some(match aligned {
                     Some(offset) => {
-                        let wall = std::time::SystemTime::now();
+                        // The wall-clock time now: the system's, or a manual clock's.
+                        let wall = WallClock::of(clock).now().1;
                         clock::add(
                             earliest,
                             to_grid(wall, clock::since(earliest, now), *period, offset),
@@ -640,10 +641,11 @@ impl Periodic {
     /// [`exclusive`](Self::exclusive) needs to run each tick once cluster-wide. Ignored by
     /// a trigger (it has its own deadlines).
     ///
-    /// The wall-clock time is read once, when the task is scheduled (as
-    /// [`CronTrigger`](crate::CronTrigger) does): a later step of the system clock moves
-    /// the grid, not the task. On a [`ManualClock`](crate::ManualClock) the wall-clock
-    /// time of the clock's current instant is `SystemTime::now()` at scheduling.
+    /// The wall-clock time is read once, when the task is scheduled: a later step of the
+    /// system clock moves the grid, not the task (a [`CronTrigger`](crate::CronTrigger),
+    /// whose deadlines are wall-clock times, follows such a step). On a
+    /// [`ManualClock`](crate::ManualClock) it is the clock's fake
+    /// [`wall_time`](crate::ManualClock::wall_time).
     ///
     /// ```
     /// use schedpool::{Periodic, ScheduledThreadPoolExecutor};
