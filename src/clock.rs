@@ -15,6 +15,16 @@
 //! (queues built on it); `advance` calls each so a leader waiting for a deadline in
 //! virtual time re-checks the clock at once.
 //!
+//! **Wall-clock time.** Deadlines never read the wall clock, but a trigger that works in
+//! calendar time (`CronTrigger`) must map the executor's instants to it. [`WallClock`]
+//! hands a trigger one reading of both: `(Instant::now(), SystemTime::now())` on the real
+//! clock; on a manual clock, its instant and a fake wall clock that `advance` moves with
+//! it and [`ManualClock::set_wall_time`] steps alone, either way, as an NTP step or a
+//! suspend moves the real one (monotonic time stands still in a suspend while wall time
+//! goes on). The fake wall clock is `wall_origin + offset`: one field for the step, so
+//! `advance` stays a single store and a reading of both is taken under `wall_origin`'s
+//! lock.
+//!
 //! # Invariants
 //! - C1: clock readings and every sum made by [`add`] never exceed [`FAR_FUTURE`], so
 //!   `origin + ticks` never overflows `Instant`. One deadline lies beyond it on purpose:
@@ -31,7 +41,7 @@
 //! Waiters do not rely on it for wake-ups: C3 goes through the listener's mutex.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::sync::Ordering;
 use crate::sync::{Arc, AtomicU64, Mutex, Weak};
@@ -168,16 +178,22 @@ struct ManualInner {
     offset: AtomicU64,
     /// Queues and executors built on this clock (C3). Dead entries are pruned on register.
     listeners: Mutex<Vec<Weak<dyn AdvanceListener>>>,
+    /// The fake wall clock's time at `origin`: its time now is this plus `offset`. Only
+    /// `set_wall_time` writes it; readers of both clocks hold this lock while they read
+    /// `offset`, so they get a pair that `set_wall_time` made or left whole.
+    wall_origin: Mutex<SystemTime>,
 }
 
 impl ManualClock {
-    /// A clock frozen at the current `Instant`.
+    /// A clock frozen at the current `Instant`, its fake wall clock at the current
+    /// `SystemTime` (see [`set_wall_time`](Self::set_wall_time)).
     pub fn new() -> Self {
         ManualClock {
             inner: Arc::new(ManualInner {
                 origin: Instant::now(),
                 offset: AtomicU64::new(0),
                 listeners: Mutex::new(Vec::new()),
+                wall_origin: Mutex::new(SystemTime::now()),
             }),
         }
     }
@@ -209,6 +225,109 @@ impl ManualClock {
             listener.on_advance();
         }
     }
+
+    /// The clock's fake wall-clock time: the `SystemTime` read when the clock was made,
+    /// moved by every [`advance`](Self::advance) and set by
+    /// [`set_wall_time`](Self::set_wall_time). Triggers that work in calendar time
+    /// ([`CronTrigger`](crate::CronTrigger)) read it, through [`WallClock`], when they run
+    /// on an executor built on this clock.
+    pub fn wall_time(&self) -> SystemTime {
+        self.now_and_wall().1
+    }
+
+    /// Steps the fake wall clock to `wall`, forward or back, while the monotonic time
+    /// ([`now`](Self::now)) stays where it is: what an NTP step or an operator does to the
+    /// system clock, or, forward, what a suspend does (the monotonic clock stops while
+    /// the machine sleeps; the wall clock does not). Later advances move both again.
+    ///
+    /// ```
+    /// use schedpool::ManualClock;
+    /// use std::time::{Duration, UNIX_EPOCH};
+    ///
+    /// let clock = ManualClock::new();
+    /// let noon = UNIX_EPOCH + Duration::from_secs(1_717_243_200); // 2024-06-01 12:00 UTC
+    /// clock.set_wall_time(noon);
+    /// clock.advance(Duration::from_secs(60));
+    /// assert_eq!(clock.wall_time(), noon + Duration::from_secs(60));
+    /// // A suspend of an hour: the wall clock jumps, monotonic time stands still.
+    /// let before = clock.now();
+    /// clock.set_wall_time(clock.wall_time() + Duration::from_secs(3600));
+    /// assert_eq!((clock.now(), clock.wall_time()), (before, noon + Duration::from_secs(3660)));
+    /// ```
+    pub fn set_wall_time(&self, wall: SystemTime) {
+        let mut origin = self.inner.wall_origin.lock();
+        let since = Duration::from_nanos(self.ticks());
+        // A wall time too early to hold the elapsed time before it (before about 292
+        // billion BC) keeps `wall` as the origin: the reading is then off by `since`.
+        *origin = wall.checked_sub(since).unwrap_or(wall);
+    }
+
+    /// The clock's instant and its fake wall-clock time, read together.
+    pub(crate) fn now_and_wall(&self) -> (Instant, SystemTime) {
+        let origin = self.inner.wall_origin.lock();
+        let ticks = self.ticks();
+        let since = Duration::from_nanos(ticks);
+        // Within `FAR_FUTURE` of a `SystemTime`, which holds far more: no overflow in
+        // practice; a wall clock set near its end stays there.
+        let wall = origin.checked_add(since).unwrap_or(*origin);
+        (Clock::Manual(self.clone()).instant_of(ticks), wall)
+    }
+}
+
+/// The executor's clock as a [`Trigger`](crate::Trigger) sees it: the current instant,
+/// read together with the wall-clock time at that instant. On the real clock that is
+/// `(Instant::now(), SystemTime::now())`; on a [`ManualClock`], its
+/// [`now`](ManualClock::now) and its fake [`wall_time`](ManualClock::wall_time).
+///
+/// The executor hands it to a trigger when it schedules the task
+/// ([`Trigger::use_clock`](crate::Trigger::use_clock)), so that a trigger working in
+/// calendar time follows the executor's clock, real or virtual.
+///
+/// ```
+/// use schedpool::{ManualClock, WallClock};
+/// use std::time::{Duration, UNIX_EPOCH};
+///
+/// let clock = ManualClock::new();
+/// clock.set_wall_time(UNIX_EPOCH + Duration::from_secs(1_000_000));
+/// let wall = WallClock::from(clock.clone());
+/// clock.advance(Duration::from_secs(5));
+/// assert_eq!(wall.now(), (clock.now(), UNIX_EPOCH + Duration::from_secs(1_000_005)));
+/// ```
+#[derive(Clone, Debug)]
+pub struct WallClock {
+    manual: Option<ManualClock>,
+}
+
+impl WallClock {
+    /// The real clocks: `Instant::now()` and `SystemTime::now()`.
+    pub fn system() -> Self {
+        WallClock { manual: None }
+    }
+
+    /// The current instant and the wall-clock time at it, read together.
+    pub fn now(&self) -> (Instant, SystemTime) {
+        match &self.manual {
+            None => (Instant::now(), SystemTime::now()),
+            Some(m) => m.now_and_wall(),
+        }
+    }
+
+    /// The wall clock of an executor's clock.
+    pub(crate) fn of(clock: &Clock) -> Self {
+        match clock {
+            Clock::Real { .. } => WallClock::system(),
+            Clock::Manual(m) => WallClock::from(m.clone()),
+        }
+    }
+}
+
+/// A manual clock's instants with its fake wall clock.
+impl From<ManualClock> for WallClock {
+    fn from(clock: ManualClock) -> Self {
+        WallClock {
+            manual: Some(clock),
+        }
+    }
 }
 
 impl Default for ManualClock {
@@ -221,6 +340,7 @@ impl fmt::Debug for ManualClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ManualClock")
             .field("elapsed", &Duration::from_nanos(self.ticks()))
+            .field("wall_time", &self.wall_time())
             .finish()
     }
 }
@@ -267,6 +387,42 @@ mod tests {
         assert_eq!(c.ticks(), FAR_FUTURE);
         let clone = c.clone();
         assert_eq!(clone.now(), c.now());
+    }
+
+    #[test]
+    fn the_fake_wall_clock_moves_with_advance_and_steps_alone() {
+        let c = ManualClock::new();
+        let wall0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        c.set_wall_time(wall0);
+        let t0 = c.now();
+        c.advance(Duration::from_secs(10));
+        assert_eq!(
+            c.now_and_wall(),
+            (
+                t0 + Duration::from_secs(10),
+                wall0 + Duration::from_secs(10)
+            )
+        );
+        // Back and forward, the monotonic time standing still.
+        c.set_wall_time(wall0);
+        assert_eq!(c.now_and_wall(), (t0 + Duration::from_secs(10), wall0));
+        c.advance(Duration::from_secs(5));
+        assert_eq!(c.wall_time(), wall0 + Duration::from_secs(5));
+        // A wall clock before the epoch.
+        let early = SystemTime::UNIX_EPOCH - Duration::from_secs(86_400);
+        c.set_wall_time(early);
+        assert_eq!(c.wall_time(), early);
+        // Clones share it, and so does a `WallClock` made from one.
+        let wall = WallClock::from(c.clone());
+        c.advance(Duration::from_secs(1));
+        assert_eq!(wall.now(), c.clone().now_and_wall());
+        assert_eq!(
+            WallClock::of(&Clock::Manual(c.clone())).now(),
+            c.now_and_wall()
+        );
+        let before = SystemTime::now();
+        let (_, real) = WallClock::of(&Clock::real()).now();
+        assert!(real >= before);
     }
 
     #[test]

@@ -207,9 +207,9 @@ impl std::error::Error for TaskError {}
 
 /// Why a task was not accepted.
 ///
-/// Precedence when several apply: [`ZeroPeriod`](ScheduleError::ZeroPeriod) (an argument
-/// error), then [`Shutdown`](ScheduleError::Shutdown), then
-/// [`QueueFull`](ScheduleError::QueueFull).
+/// Precedence when several apply: [`ZeroPeriod`](ScheduleError::ZeroPeriod) and
+/// [`NeverDue`](ScheduleError::NeverDue) (argument errors), then
+/// [`Shutdown`](ScheduleError::Shutdown), then [`QueueFull`](ScheduleError::QueueFull).
 ///
 /// [`ThreadSpawn`](ScheduleError::ThreadSpawn) carries the operating system's error,
 /// which [`source`](std::error::Error::source) returns:
@@ -245,6 +245,11 @@ pub enum ScheduleError {
     /// other worker is alive to run it. The task was not queued. Holds the operating
     /// system's error, the [`source`](std::error::Error::source) of this one.
     ThreadSpawn(SpawnError),
+    /// A periodic task's trigger has no first deadline and says that is a mistake
+    /// ([`Trigger::refuse_if_never_due`](crate::Trigger::refuse_if_never_due)): for a
+    /// [`CronTrigger`](crate::CronTrigger), an expression that matches no time from now
+    /// on, such as one whose years are all past. The task was not accepted.
+    NeverDue,
 }
 
 /// The operating system's refusal to start a worker thread
@@ -302,6 +307,9 @@ impl fmt::Display for ScheduleError {
             ScheduleError::QueueFull => "executor queue is full",
             ScheduleError::ZeroPeriod => "period or delay of a periodic task must be non-zero",
             ScheduleError::ThreadSpawn(_) => "no worker thread could be started",
+            ScheduleError::NeverDue => {
+                "the trigger has no deadline from now on: the task would never run"
+            }
         })
     }
 }

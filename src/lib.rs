@@ -84,8 +84,8 @@
 //! repository's `docs/BENCHMARKS.md`, the proofs and tests in `docs/RELIABILITY.md`.
 //!
 //! # Cargo features
-//! - `cron` (default): [`CronTrigger`], cron expressions in UTC or local
-//!   time. `default-features = false` leaves its dependencies (croner, chrono) out.
+//! - `cron` (default): [`CronTrigger`], cron expressions in UTC, local time or a named
+//!   time zone. `default-features = false` leaves its dependencies (croner, jiff) out.
 //! - `postgres`: `cluster::PgLock`, cluster locks in a PostgreSQL table (the `postgres`
 //!   crate).
 //! - `postgres-tls` (implies `postgres`): `PgLock` over TLS (rustls with ring; no
@@ -134,7 +134,7 @@ mod user;
 
 pub use body::TaskContext;
 pub use builder::Builder;
-pub use clock::ManualClock;
+pub use clock::{ManualClock, WallClock};
 pub use config::RejectionPolicy;
 #[cfg(feature = "cron")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cron")))]

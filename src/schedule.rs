@@ -20,7 +20,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::clock::{self, Clock, Ticks};
+use crate::clock::{self, Clock, Ticks, WallClock};
 use crate::cluster::Exclusive;
 use crate::error::{run_caught, Caught};
 use crate::sync::{Arc, Mutex};
@@ -121,7 +121,9 @@ pub struct TriggerContext {
 /// ```
 pub trait Trigger: Send + 'static {
     /// The first deadline, given the earliest allowed (`now + initial_delay`); `None`
-    /// finishes the task without a run. The default returns `earliest`.
+    /// finishes the task without a run (or refuses it, see
+    /// [`refuse_if_never_due`](Self::refuse_if_never_due)). The default returns
+    /// `earliest`.
     fn first_deadline(&mut self, earliest: Instant) -> Option<Instant> {
         Some(earliest)
     }
@@ -129,6 +131,46 @@ pub trait Trigger: Send + 'static {
     /// The next deadline after a run, or `None` to finish (the future completes with
     /// `Ok(())`). A deadline in the past runs as soon as possible.
     fn next_deadline(&mut self, ctx: &TriggerContext) -> Option<Instant>;
+
+    /// Called by the executor when it schedules the task, before
+    /// [`first_deadline`](Self::first_deadline): its clock, with the wall-clock time at
+    /// each instant of it. A trigger that works in calendar time keeps it and reads it
+    /// where it maps instants to dates, so that it follows the executor's clock, real
+    /// or a [`ManualClock`](crate::ManualClock)'s. The default ignores it.
+    ///
+    /// The clones of one [`Periodic`] share their trigger, so a spec scheduled on two
+    /// executors follows the clock of the last one.
+    fn use_clock(&mut self, clock: &WallClock) {
+        let _ = clock;
+    }
+
+    /// What a `None` from [`first_deadline`](Self::first_deadline) means to
+    /// [`schedule_periodic`](crate::ScheduledThreadPoolExecutor::schedule_periodic):
+    /// with `false` (the default) a schedule that is over before it starts, whose future
+    /// completes with `Ok(())` without a run; with `true` a mistake, which refuses the
+    /// task with [`ScheduleError::NeverDue`](crate::ScheduleError::NeverDue).
+    /// [`CronTrigger`](crate::CronTrigger) says `true`: an expression that matches no
+    /// time from now on (its years are past) is almost certainly a typo.
+    ///
+    /// ```
+    /// use schedpool::{ScheduleError, ScheduledThreadPoolExecutor, Periodic, Trigger, TriggerContext};
+    /// use std::time::Instant;
+    ///
+    /// /// A trigger that has no deadline at all, and says so.
+    /// struct Nowhere;
+    /// impl Trigger for Nowhere {
+    ///     fn first_deadline(&mut self, _: Instant) -> Option<Instant> { None }
+    ///     fn next_deadline(&mut self, _: &TriggerContext) -> Option<Instant> { None }
+    ///     fn refuse_if_never_due(&self) -> bool { true }
+    /// }
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let refused = pool.schedule_periodic(Periodic::with_trigger(Nowhere), || ());
+    /// assert_eq!(refused.unwrap_err(), ScheduleError::NeverDue);
+    /// ```
+    fn refuse_if_never_due(&self) -> bool {
+        false
+    }
 }
 
 /// A trigger shared by the clones of one [`Periodic`].
@@ -247,6 +289,9 @@ pub(crate) struct First {
     /// The first deadline: `Ok(None)` if the task ends before any run (a trigger with
     /// no first deadline), `Err` if the trigger's `first_deadline` panicked.
     pub(crate) deadline: Result<Option<Ticks>, Caught>,
+    /// The trigger has no first deadline and says that is a mistake
+    /// ([`Trigger::refuse_if_never_due`]): the task is refused.
+    pub(crate) never_due: bool,
     /// After a catch-up run at once, the deadline the run after it keeps: a fixed-rate
     /// task's first deadline on its own schedule (its grid).
     pub(crate) then: Option<Ticks>,
@@ -270,19 +315,30 @@ impl Schedule {
         catch_up_now: bool,
     ) -> First {
         let earliest = clock::add(now, initial_delay);
+        let mut never_due = false;
         let mut deadline = match self {
             Schedule::Trigger(trigger) => {
-                // Under its own spec's mutex, as `next_deadline` (U1's exception).
-                run_caught(|| {
+                // Under its own spec's mutex, as `next_deadline` (U1's exception): the
+                // clock, then the first deadline, and if there is none, what that means.
+                let wall = WallClock::of(clock);
+                let first = run_caught(|| {
                     let mut t = trigger.0.lock();
-                    crate::user::under_own_lock(|| t.first_deadline(clock.instant_of(earliest)))
+                    crate::user::under_own_lock(|| {
+                        t.use_clock(&wall);
+                        let at = t.first_deadline(clock.instant_of(earliest));
+                        (at, at.is_none() && t.refuse_if_never_due())
+                    })
+                });
+                first.map(|(at, refuse)| {
+                    never_due = refuse;
+                    at.map(|at| clock.ticks_of(at))
                 })
-                .map(|at| at.map(|at| clock.ticks_of(at)))
             }
             Schedule::FixedRate(period, _) | Schedule::FixedDelay(period) => {
                 Ok(Some(match aligned {
                     Some(offset) => {
-                        let wall = std::time::SystemTime::now();
+                        // The wall-clock time now: the system's, or a manual clock's.
+                        let wall = WallClock::of(clock).now().1;
                         clock::add(
                             earliest,
                             to_grid(wall, clock::since(earliest, now), *period, offset),
@@ -305,6 +361,7 @@ impl Schedule {
         }
         First {
             deadline,
+            never_due,
             then,
             earliest,
         }
@@ -584,10 +641,11 @@ impl Periodic {
     /// [`exclusive`](Self::exclusive) needs to run each tick once cluster-wide. Ignored by
     /// a trigger (it has its own deadlines).
     ///
-    /// The wall-clock time is read once, when the task is scheduled (as
-    /// [`CronTrigger`](crate::CronTrigger) does): a later step of the system clock moves
-    /// the grid, not the task. On a [`ManualClock`](crate::ManualClock) the wall-clock
-    /// time of the clock's current instant is `SystemTime::now()` at scheduling.
+    /// The wall-clock time is read once, when the task is scheduled: a later step of the
+    /// system clock moves the grid, not the task (a [`CronTrigger`](crate::CronTrigger),
+    /// whose deadlines are wall-clock times, follows such a step). On a
+    /// [`ManualClock`](crate::ManualClock) it is the clock's fake
+    /// [`wall_time`](crate::ManualClock::wall_time).
     ///
     /// ```
     /// use schedpool::{Periodic, ScheduledThreadPoolExecutor};

@@ -1,92 +1,25 @@
-//! `CronTrigger` in UTC: deadlines from `first_deadline` and `next_deadline` on a fixed
-//! anchor, month boundaries, parse errors, and end-to-end runs on a `ManualClock`.
-//! Local time and daylight saving are in `cron_local.rs`, which sets `TZ`.
+//! `CronTrigger` in UTC: deadlines from `first_deadline` and `next_deadline` on a pinned
+//! anchor, month boundaries, the year field, parse errors and expressions that never
+//! match, and end-to-end runs on a `ManualClock` whose wall clock steps, goes back and
+//! jumps as in a suspend. Local time and daylight saving are in `cron_local.rs` (which
+//! sets `TZ`), named time zones in `cron_zone.rs`.
 #![cfg(feature = "cron")]
+
+mod common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use chrono::{DateTime, TimeZone, Utc};
+use common::cron::{system, utc, Wall};
+use jiff::Timestamp;
 use proptest::prelude::*;
 use schedpool::{
-    CronError, CronTrigger, ManualClock, Periodic, ScheduledThreadPoolExecutor, Trigger,
-    TriggerContext,
+    CronError, CronTrigger, ManualClock, Periodic, ScheduleError, ScheduledThreadPoolExecutor,
+    Trigger,
 };
 
 const IDLE: Duration = Duration::from_secs(10);
-
-fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap()
-}
-
-/// A fixed mapping between instants and UTC wall-clock time, so a test states deadlines
-/// as dates.
-struct Wall {
-    t0: Instant,
-    wall0: DateTime<Utc>,
-}
-
-impl Wall {
-    /// Instants from now on are read as wall-clock times from `wall0` on.
-    fn starting(wall0: DateTime<Utc>) -> Self {
-        Wall {
-            t0: Instant::now(),
-            wall0,
-        }
-    }
-
-    fn trigger(&self, expr: &str) -> CronTrigger {
-        CronTrigger::parse(expr)
-            .unwrap()
-            .anchored_at(self.t0, SystemTime::from(self.wall0))
-    }
-
-    fn instant(&self, wall: DateTime<Utc>) -> Instant {
-        self.t0 + (wall - self.wall0).to_std().expect("not before the anchor")
-    }
-
-    fn wall(&self, at: Instant) -> DateTime<Utc> {
-        self.wall0 + at.duration_since(self.t0)
-    }
-
-    fn first(&self, trigger: &mut CronTrigger, earliest: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let at = trigger.first_deadline(self.instant(earliest))?;
-        Some(self.wall(at))
-    }
-
-    fn next(
-        &self,
-        trigger: &mut CronTrigger,
-        scheduled: DateTime<Utc>,
-        finished: DateTime<Utc>,
-    ) -> Option<DateTime<Utc>> {
-        let ctx = TriggerContext {
-            scheduled: self.instant(scheduled),
-            started: self.instant(scheduled),
-            finished: self.instant(finished),
-            runs: 1,
-            panicked: false,
-        };
-        let at = trigger.next_deadline(&ctx)?;
-        Some(self.wall(at))
-    }
-
-    /// The deadlines after `from`, each run ending at its deadline.
-    fn series(
-        &self,
-        trigger: &mut CronTrigger,
-        from: DateTime<Utc>,
-        n: usize,
-    ) -> Vec<DateTime<Utc>> {
-        let mut out = vec![self.first(trigger, from).unwrap()];
-        while out.len() < n {
-            let last = *out.last().unwrap();
-            out.push(self.next(trigger, last, last).unwrap());
-        }
-        out
-    }
-}
 
 #[test]
 fn every_five_minutes() {
@@ -97,9 +30,11 @@ fn every_five_minutes() {
         utc(2024, 1, 1, 10, 10, 0),
         utc(2024, 1, 1, 10, 15, 0),
     ];
-    // Five fields (seconds 0) and six fields mean the same.
+    // Five fields (seconds 0) and six fields mean the same; so does the Quartz-style
+    // `0/5` for `0-59/5`.
     assert_eq!(w.series(&mut w.trigger("*/5 * * * *"), from, 3), expected);
     assert_eq!(w.series(&mut w.trigger("0 */5 * * * *"), from, 3), expected);
+    assert_eq!(w.series(&mut w.trigger("0 0/5 * * * *"), from, 3), expected);
 }
 
 #[test]
@@ -171,6 +106,54 @@ fn leap_day_and_last_day_of_month() {
         w.series(&mut second_friday, utc(2023, 1, 1, 0, 0, 0), 2),
         vec![utc(2023, 1, 13, 9, 0, 0), utc(2023, 2, 10, 9, 0, 0)]
     );
+    // 29 February on a Monday (`+`: day of month and day of week): 28 years apart, and
+    // 40 across 2100, which is no leap year.
+    let mut rare = w.trigger("0 0 0 29 2 +MON");
+    assert_eq!(
+        w.series(&mut rare, utc(2023, 1, 1, 0, 0, 0), 3),
+        vec![
+            utc(2044, 2, 29, 0, 0, 0),
+            utc(2072, 2, 29, 0, 0, 0),
+            utc(2112, 2, 29, 0, 0, 0),
+        ]
+    );
+}
+
+#[test]
+fn the_year_field() {
+    let w = Wall::starting(utc(2024, 6, 1, 0, 0, 0));
+    // Seven fields: a year last.
+    let mut new_year_2030 = w.trigger("0 0 0 1 1 * 2030");
+    assert_eq!(
+        w.series(&mut new_year_2030, utc(2024, 6, 1, 0, 0, 0), 3),
+        vec![utc(2030, 1, 1, 0, 0, 0)],
+        "one match, then none"
+    );
+    // Lists, ranges and steps of years.
+    let mut every_third = w.trigger("0 30 9 1 6 * 2024-2031/3");
+    assert_eq!(
+        w.series(&mut every_third, utc(2024, 6, 1, 0, 0, 0), 5),
+        vec![
+            utc(2024, 6, 1, 9, 30, 0),
+            utc(2027, 6, 1, 9, 30, 0),
+            utc(2030, 6, 1, 9, 30, 0),
+        ]
+    );
+    let mut listed = w.trigger("0 0 12 29 2 * 2025,2027,2028,2032");
+    assert_eq!(
+        w.series(&mut listed, utc(2024, 6, 1, 0, 0, 0), 5),
+        vec![utc(2028, 2, 29, 12, 0, 0), utc(2032, 2, 29, 12, 0, 0)],
+        "the common years hold no 29 February"
+    );
+    // A year far away.
+    let mut far = w.trigger("0 0 0 1 1 * 4999");
+    assert_eq!(
+        w.first(&mut far, utc(2024, 6, 1, 0, 0, 0)),
+        Some(utc(4999, 1, 1, 0, 0, 0))
+    );
+    // All years past: no deadline.
+    let mut past = w.trigger("0 0 0 1 1 * 2000-2023");
+    assert_eq!(w.first(&mut past, utc(2024, 6, 1, 0, 0, 0)), None);
 }
 
 #[test]
@@ -217,7 +200,7 @@ fn instants_before_the_anchor_read_as_the_anchor() {
     let wall0 = utc(2024, 1, 1, 10, 0, 30);
     let mut t = CronTrigger::parse("0 * * * * *")
         .unwrap()
-        .anchored_at(t0, SystemTime::from(wall0));
+        .anchored_at(t0, system(wall0));
     let expected = t0 + Duration::from_secs(30);
     assert_eq!(t.first_deadline(t0), Some(expected));
     if let Some(earlier) = t0.checked_sub(Duration::from_secs(3600)) {
@@ -226,10 +209,28 @@ fn instants_before_the_anchor_read_as_the_anchor() {
 }
 
 #[test]
-fn a_pattern_that_never_matches_has_no_deadline() {
-    let w = Wall::starting(utc(2024, 1, 1, 0, 0, 0));
-    let mut t = w.trigger("0 0 0 30 2 *"); // February 30th
-    assert_eq!(w.first(&mut t, utc(2024, 1, 1, 0, 0, 0)), None);
+fn expressions_that_match_no_date_are_refused_at_parse() {
+    for expr in [
+        "0 0 0 31 4 *",      // 31 April
+        "0 0 0 30 2 *",      // 30 February
+        "0 0 31 6,9,11 *",   // months of 30 days
+        "0 0 0 29 2 * 2025", // a common year
+        "0 0 0 29 2 * 2025-2027",
+        "0 0 0 31 4 +MON",
+    ] {
+        let err = CronTrigger::parse(expr).expect_err(expr);
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "invalid cron expression `{expr}`: it matches no date"
+            )),
+            "{msg}"
+        );
+    }
+    // Each of these matches somewhere.
+    for expr in ["0 0 0 31 4 MON", "0 0 0 29 2 * 2024", "0 0 0 31 * *"] {
+        assert!(CronTrigger::parse(expr).is_ok(), "{expr}");
+    }
 }
 
 #[test]
@@ -238,12 +239,13 @@ fn bad_expressions_are_errors_with_the_expression_and_reason() {
         "",
         "nonsense",
         "* * *",
-        "* * * * * * *",
+        "* * * * * * * *",
         "60 * * * *",
         "0 0 32 * *",
         "*/0 * * * *",
         "5-1 * * * *",
         "0 0 * * MON#6",
+        "0 0 0 1 1 * 6000",
         "99999999999999999999 * * * *",
     ] {
         let err = CronTrigger::parse(expr).expect_err(expr);
@@ -257,7 +259,7 @@ fn bad_expressions_are_errors_with_the_expression_and_reason() {
     }
     let err: Box<dyn std::error::Error + Send + Sync> =
         Box::new(CronTrigger::parse("nonsense").unwrap_err());
-    assert!(err.to_string().contains("five or six fields"), "{err}");
+    assert!(err.to_string().contains("between 5 and 7 fields"), "{err}");
 }
 
 #[test]
@@ -286,12 +288,20 @@ fn cron_trigger_and_error_are_send_sync() {
     send_sync::<CronError>();
 }
 
-/// An executor on a `ManualClock` whose start reads as `wall0` to `trigger`.
+/// An executor with one worker on `clock`.
 fn pool(clock: &ManualClock) -> ScheduledThreadPoolExecutor {
     ScheduledThreadPoolExecutor::builder()
         .core_pool_size(1)
         .clock(clock.clone())
         .build()
+}
+
+/// A clock whose wall time reads `wall`, and an executor on it.
+fn pool_at(wall: Timestamp) -> (ManualClock, ScheduledThreadPoolExecutor) {
+    let clock = ManualClock::new();
+    clock.set_wall_time(system(wall));
+    let pool = pool(&clock);
+    (clock, pool)
 }
 
 fn counter() -> (Arc<AtomicU32>, impl FnMut() + Send + 'static) {
@@ -302,16 +312,19 @@ fn counter() -> (Arc<AtomicU32>, impl FnMut() + Send + 'static) {
     })
 }
 
+/// Advances `clock` by `d` and waits until the pool has run what came due.
+fn advance(clock: &ManualClock, pool: &ScheduledThreadPoolExecutor, d: Duration) {
+    clock.advance(d);
+    assert!(pool.wait_idle(IDLE));
+}
+
 #[test]
 fn every_minute_on_a_manual_clock() {
-    let clock = ManualClock::new();
-    let pool = pool(&clock);
+    // The clock's wall time starts at 12:00:30, half way between two matches; the
+    // trigger reads it from the executor's clock.
+    let (clock, pool) = pool_at(utc(2024, 6, 1, 12, 0, 30));
     let start = clock.now();
-    // The clock starts at 12:00:30, half way between two matches.
-    let wall0 = SystemTime::from(utc(2024, 6, 1, 12, 0, 30));
-    let every_minute = CronTrigger::parse("0 * * * * *")
-        .unwrap()
-        .anchored_at(start, wall0);
+    let every_minute = CronTrigger::parse("0 * * * * *").unwrap();
     let (runs, task) = counter();
     let fut = pool
         .schedule_periodic(Periodic::with_trigger(every_minute), task)
@@ -319,22 +332,18 @@ fn every_minute_on_a_manual_clock() {
     assert_eq!(fut.deadline(), start + Duration::from_secs(30));
     assert!(pool.wait_idle(IDLE));
     assert_eq!(runs.load(Ordering::SeqCst), 0);
-    clock.advance(Duration::from_secs(29));
-    assert!(pool.wait_idle(IDLE));
+    advance(&clock, &pool, Duration::from_secs(29));
     assert_eq!(runs.load(Ordering::SeqCst), 0, "12:00:59");
-    clock.advance(Duration::from_secs(1));
-    assert!(pool.wait_idle(IDLE));
+    advance(&clock, &pool, Duration::from_secs(1));
     assert_eq!(runs.load(Ordering::SeqCst), 1, "12:01:00");
     for minute in 2..=30u32 {
-        clock.advance(Duration::from_secs(60));
-        assert!(pool.wait_idle(IDLE));
+        advance(&clock, &pool, Duration::from_secs(60));
         assert_eq!(runs.load(Ordering::SeqCst), minute, "12:{minute:02}:00");
         let next = start + Duration::from_secs(30 + 60 * u64::from(minute));
         assert_eq!(fut.deadline(), next);
     }
     // A jump of ten minutes at once runs the one overdue match, then goes on from now.
-    clock.advance(Duration::from_secs(600));
-    assert!(pool.wait_idle(IDLE));
+    advance(&clock, &pool, Duration::from_secs(600));
     assert_eq!(runs.load(Ordering::SeqCst), 31);
     assert_eq!(fut.deadline(), start + Duration::from_secs(30 + 60 * 40)); // 12:41
     assert!(fut.cancel());
@@ -346,10 +355,10 @@ fn initial_delay_and_max_runs_on_a_manual_clock() {
     let clock = ManualClock::new();
     let pool = pool(&clock);
     let start = clock.now();
-    let wall0 = SystemTime::from(utc(2024, 6, 1, 12, 0, 30));
+    // Pinned instead of read from the clock: the same deadlines.
     let trigger = CronTrigger::parse("0 * * * * *")
         .unwrap()
-        .anchored_at(start, wall0);
+        .anchored_at(start, system(utc(2024, 6, 1, 12, 0, 30)));
     let (runs, task) = counter();
     // now + 90 s is 12:02:00 exactly, a match: it is the first deadline (at or after).
     let spec = Periodic::with_trigger(trigger)
@@ -358,8 +367,7 @@ fn initial_delay_and_max_runs_on_a_manual_clock() {
     let fut = pool.schedule_periodic(spec, task).unwrap();
     assert_eq!(fut.deadline(), start + Duration::from_secs(90));
     for _ in 0..5 {
-        clock.advance(Duration::from_secs(60));
-        assert!(pool.wait_idle(IDLE));
+        advance(&clock, &pool, Duration::from_secs(60));
     }
     fut.get().unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2);
@@ -368,13 +376,9 @@ fn initial_delay_and_max_runs_on_a_manual_clock() {
 
 #[test]
 fn a_run_that_overruns_matches_skips_them() {
-    let clock = ManualClock::new();
-    let pool = pool(&clock);
+    let (clock, pool) = pool_at(utc(2024, 6, 1, 12, 0, 30));
     let start = clock.now();
-    let wall0 = SystemTime::from(utc(2024, 6, 1, 12, 0, 30));
-    let trigger = CronTrigger::parse("0 * * * * *")
-        .unwrap()
-        .anchored_at(start, wall0);
+    let trigger = CronTrigger::parse("0 * * * * *").unwrap();
     let runs = Arc::new(AtomicU32::new(0));
     let (r, c) = (runs.clone(), clock.clone());
     let fut = pool
@@ -385,29 +389,143 @@ fn a_run_that_overruns_matches_skips_them() {
             }
         })
         .unwrap();
-    clock.advance(Duration::from_secs(30));
-    assert!(pool.wait_idle(IDLE));
+    advance(&clock, &pool, Duration::from_secs(30));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     // 12:02 and 12:03 were overrun; the next is 12:04.
     assert_eq!(fut.deadline(), start + Duration::from_secs(210));
-    clock.advance(Duration::from_secs(30));
-    assert!(pool.wait_idle(IDLE));
+    advance(&clock, &pool, Duration::from_secs(30));
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     assert!(fut.cancel());
     pool.close();
 }
 
 #[test]
-fn no_match_finishes_the_task_without_a_run() {
-    let clock = ManualClock::new();
-    let pool = pool(&clock);
+fn an_expression_with_no_match_from_now_on_is_refused() {
+    let (_clock, pool) = pool_at(utc(2024, 6, 1, 12, 0, 0));
     let (runs, task) = counter();
-    let never = CronTrigger::parse("0 0 0 31 4 *").unwrap(); // April 31st
-    let fut = pool
-        .schedule_periodic(Periodic::with_trigger(never), task)
-        .unwrap();
-    fut.get().unwrap();
+    // It parses (2023 held a 1 January), but its only match is past.
+    let past = CronTrigger::parse("0 0 0 1 1 * 2023").unwrap();
+    let refused = pool.schedule_periodic(Periodic::with_trigger(past), task);
+    assert_eq!(refused.unwrap_err(), ScheduleError::NeverDue);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert_eq!(pool.stats().task_count, 0, "not accepted");
+    assert!(ScheduleError::NeverDue.to_string().contains("never run"));
+    pool.close();
+}
+
+#[test]
+fn the_matches_of_a_year_range_run_out_with_ok() {
+    let (clock, pool) = pool_at(utc(2024, 12, 31, 23, 0, 0));
+    let (runs, task) = counter();
+    // New Year's Day of 2025 and 2026 at midnight: two runs, then the future completes.
+    let trigger = CronTrigger::parse("0 0 0 1 1 * 2025-2026").unwrap();
+    let fut = pool
+        .schedule_periodic(Periodic::with_trigger(trigger), task)
+        .unwrap();
+    advance(&clock, &pool, Duration::from_secs(3600));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert!(!fut.is_done());
+    advance(&clock, &pool, Duration::from_secs(365 * 86_400));
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    fut.get().expect("over: Ok(())");
+    pool.close();
+}
+
+/// An hourly job on a clock at 12:00:30 whose first run (13:00) is done; returns the
+/// clock, the pool, the job's future, and the clock's instant at 12:00:30.
+fn hourly_after_its_first_run() -> (
+    ManualClock,
+    ScheduledThreadPoolExecutor,
+    schedpool::ScheduledFuture<()>,
+    Instant,
+) {
+    let (clock, pool) = pool_at(utc(2024, 6, 1, 12, 0, 30));
+    let start = clock.now();
+    let hourly = CronTrigger::parse("0 0 * * * *").unwrap();
+    let fut = pool
+        .schedule_periodic(Periodic::with_trigger(hourly), || {})
+        .unwrap();
+    advance(&clock, &pool, Duration::from_secs(3570)); // 13:00
+    assert_eq!(fut.deadline(), start + Duration::from_secs(7170)); // 14:00
+    (clock, pool, fut, start)
+}
+
+#[test]
+fn a_step_of_the_wall_clock_forward_is_followed_from_the_next_deadline() {
+    let (clock, pool, fut, start) = hourly_after_its_first_run();
+    // At 13:00 the wall clock steps 30 minutes forward, to 13:30.
+    clock.set_wall_time(system(utc(2024, 6, 1, 13, 30, 0)));
+    // The queued deadline keeps its instant: the run comes an hour later, at 14:30.
+    assert_eq!(fut.deadline(), start + Duration::from_secs(7170));
+    advance(&clock, &pool, Duration::from_secs(3600));
+    // Re-anchored there: the next is 15:00 on the new wall clock, half an hour later
+    // (15:00 on the old mapping would be an hour and a half away).
+    assert_eq!(fut.deadline(), start + Duration::from_secs(7170 + 1800));
+    assert!(fut.cancel());
+    pool.close();
+}
+
+#[test]
+fn a_step_of_the_wall_clock_back_is_followed_from_the_next_deadline() {
+    let (clock, pool, fut, start) = hourly_after_its_first_run();
+    // At 13:00 the wall clock steps back to 12:30.
+    clock.set_wall_time(system(utc(2024, 6, 1, 12, 30, 0)));
+    advance(&clock, &pool, Duration::from_secs(3600)); // the queued run, at 13:30 now
+                                                       // The next is 14:00 on the new wall clock, 30 minutes on; on the old one it would
+                                                       // be 15:00, 90 minutes on.
+    assert_eq!(fut.deadline(), start + Duration::from_secs(7170 + 1800));
+    assert!(fut.cancel());
+    pool.close();
+}
+
+#[test]
+fn a_suspend_is_followed_from_the_next_deadline() {
+    let (clock, pool) = pool_at(utc(2024, 6, 1, 2, 0, 0));
+    let start = clock.now();
+    let daily = CronTrigger::parse("0 0 3 * * *").unwrap();
+    let (runs, task) = counter();
+    let fut = pool
+        .schedule_periodic(Periodic::with_trigger(daily), task)
+        .unwrap();
+    advance(&clock, &pool, Duration::from_secs(3600)); // 03:00, the first run
+    let day = 86_400;
+    assert_eq!(fut.deadline(), start + Duration::from_secs(3600 + day));
+    // The machine sleeps five hours: the wall clock goes on, monotonic time does not.
+    let before = clock.now();
+    clock.set_wall_time(clock.wall_time() + Duration::from_secs(5 * 3600));
+    assert_eq!(clock.now(), before);
+    // The queued run comes at 08:00 the next day, five hours late on the wall clock.
+    advance(&clock, &pool, Duration::from_secs(day));
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    assert_eq!(clock.wall_time(), system(utc(2024, 6, 2, 8, 0, 0)));
+    // From there the schedule is the wall clock's again: 03:00 on 3 June, 19 hours on.
+    assert_eq!(fut.deadline(), clock.now() + Duration::from_secs(19 * 3600));
+    assert!(fut.cancel());
+    pool.close();
+}
+
+#[test]
+fn drift_within_a_second_and_a_pinned_trigger_move_no_deadline() {
+    let (clock, pool, fut, start) = hourly_after_its_first_run();
+    let pinned = CronTrigger::parse("0 30 * * * *")
+        .unwrap()
+        .anchored_at(start, system(utc(2024, 6, 1, 12, 0, 30)));
+    let half_past = pool
+        .schedule_periodic(Periodic::with_trigger(pinned), || {})
+        .unwrap();
+    assert_eq!(half_past.deadline(), start + Duration::from_secs(5370)); // 13:30
+                                                                         // NTP slews the wall clock 900 ms ahead: within a second, the anchor stays.
+    clock.set_wall_time(clock.wall_time() + Duration::from_millis(900));
+    advance(&clock, &pool, Duration::from_secs(3600));
+    assert_eq!(fut.deadline(), start + Duration::from_secs(7170 + 3600)); // 15:00
+                                                                          // A pinned trigger ignores even a step.
+    clock.set_wall_time(clock.wall_time() + Duration::from_secs(600));
+    advance(&clock, &pool, Duration::from_secs(1800));
+    assert_eq!(
+        half_past.deadline(),
+        start + Duration::from_secs(5370 + 2 * 3600)
+    );
+    assert!(fut.cancel() && half_past.cancel());
     pool.close();
 }
 
@@ -425,6 +543,8 @@ const EXPRS: &[&str] = &[
     "0 0 9 15W * *",
     "0 0 9 * * FRI#2",
     "0 0 9 * * 5L",
+    "0 0 9 13 * +FRI",
+    "0 0 9 * * * 2020-2040",
     "@weekly",
 ];
 
@@ -433,7 +553,7 @@ proptest! {
 
     /// CR3: parsing any string returns, never panics.
     #[test]
-    fn parse_never_panics(expr in "[0-9*/,LW#?@A-Za-z -]{0,40}") {
+    fn parse_never_panics(expr in "[0-9*/,LW#?@+A-Za-z -]{0,40}") {
         let _ = CronTrigger::parse(&expr);
     }
 

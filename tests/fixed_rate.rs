@@ -322,10 +322,14 @@ fn aligned_ticks_fall_on_the_wall_clock_grid_whatever_the_start() {
 }
 
 /// On a `ManualClock`, an aligned first deadline lies within one period of the earliest
-/// allowed instant, and a fixed-rate task keeps the period from there.
+/// allowed instant, on the grid of the clock's wall time, and a fixed-rate task keeps
+/// the period from there.
 #[test]
 fn an_aligned_task_on_a_manual_clock_starts_within_one_period() {
     let clock = schedpool::ManualClock::new();
+    // 2024-06-01 12:00:30.25 UTC: the grid's next point after 7 s is 12:01:00.
+    let wall0 = std::time::UNIX_EPOCH + Duration::from_millis(1_717_243_230_250);
+    clock.set_wall_time(wall0);
     let pool = ScheduledThreadPoolExecutor::builder()
         .core_pool_size(1)
         .clock(clock.clone())
@@ -346,7 +350,14 @@ fn an_aligned_task_on_a_manual_clock_starts_within_one_period() {
         .unwrap();
     let first = fut.deadline();
     assert!(first >= clock.now() + initial && first < clock.now() + initial + period);
+    assert_eq!(first, clock.now() + Duration::from_millis(29_750));
     clock.advance(first - clock.now());
+    // On the grid of the clock's own wall time.
+    let wall = clock
+        .wall_time()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    assert_eq!(wall.as_nanos() % period.as_nanos(), 0, "{wall:?}");
     assert!(common::wait_until(|| runs.load(Ordering::SeqCst) == 1));
     assert!(pool.wait_idle(common::BOUND));
     assert_eq!(fut.deadline(), first + period, "then the period");

@@ -3,12 +3,12 @@
 
 use schedpool::{
     Builder, ManualClock, MissedTicks, OnPanic, Periodic, ScheduleError,
-    ScheduledThreadPoolExecutor, TaskError, Trigger, TriggerContext,
+    ScheduledThreadPoolExecutor, TaskError, Trigger, TriggerContext, WallClock,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 mod common;
 use common::ms;
@@ -361,6 +361,83 @@ fn a_trigger_without_a_first_deadline_completes_at_once() {
         .unwrap();
     assert!(fut.is_done());
     assert!(fut.get().is_ok());
+}
+
+/// `Never`, calling its missing first deadline a mistake.
+struct NeverIsAMistake;
+
+impl Trigger for NeverIsAMistake {
+    fn first_deadline(&mut self, _: Instant) -> Option<Instant> {
+        None
+    }
+    fn next_deadline(&mut self, _: &TriggerContext) -> Option<Instant> {
+        None
+    }
+    fn refuse_if_never_due(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_trigger_that_calls_no_first_deadline_a_mistake_is_refused() {
+    let clock = ManualClock::new();
+    let pool = pool(&clock, 1);
+    let refused = pool.schedule_periodic(Periodic::with_trigger(NeverIsAMistake), || {});
+    assert_eq!(refused.unwrap_err(), ScheduleError::NeverDue);
+    assert_eq!(pool.stats().task_count, 0);
+    // An argument error: it comes before the shutdown check, as `ZeroPeriod` does.
+    pool.shutdown();
+    let refused = pool.schedule_periodic(Periodic::with_trigger(NeverIsAMistake), || {});
+    assert_eq!(refused.unwrap_err(), ScheduleError::NeverDue);
+    // `max_runs(0)` ends a task that has a first deadline; it refuses nothing more.
+    let clock = ManualClock::new();
+    let pool = self::pool(&clock, 1);
+    let fut = pool
+        .schedule_periodic(Periodic::with_trigger(Never).max_runs(0), || {})
+        .unwrap();
+    assert!(fut.get().is_ok());
+}
+
+/// Records the clock it is handed and what it reads through it.
+struct Clocked(Arc<Mutex<Vec<(Instant, SystemTime)>>>, Option<WallClock>);
+
+impl Trigger for Clocked {
+    fn first_deadline(&mut self, earliest: Instant) -> Option<Instant> {
+        let clock = self.1.as_ref().expect("handed a clock first");
+        self.0.lock().unwrap().push(clock.now());
+        Some(earliest)
+    }
+    fn next_deadline(&mut self, ctx: &TriggerContext) -> Option<Instant> {
+        let clock = self.1.as_ref().expect("kept");
+        self.0.lock().unwrap().push(clock.now());
+        (ctx.runs < 2).then(|| ctx.finished + ms(10))
+    }
+    fn use_clock(&mut self, clock: &WallClock) {
+        self.1 = Some(clock.clone());
+    }
+}
+
+#[test]
+fn a_trigger_is_handed_the_executors_clock_and_its_wall_time() {
+    let clock = ManualClock::new();
+    let noon = SystemTime::UNIX_EPOCH + Duration::from_secs(1_717_243_200);
+    clock.set_wall_time(noon);
+    let pool = pool(&clock, 1);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let t0 = clock.now();
+    let fut = pool
+        .schedule_periodic(Periodic::with_trigger(Clocked(seen.clone(), None)), || {})
+        .unwrap();
+    assert!(pool.wait_idle(LONG));
+    clock.advance(ms(10));
+    fut.get().unwrap();
+    // Read at scheduling, after run 1 (at t0) and after run 2 (10 ms on): the virtual
+    // instants, and the fake wall clock moving with them.
+    let readings = seen.lock().unwrap().clone();
+    assert_eq!(
+        readings,
+        [(t0, noon), (t0, noon), (t0 + ms(10), noon + ms(10)),]
+    );
 }
 
 /// Counts calls; every deadline is 1 ms after the previous finish.

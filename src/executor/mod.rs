@@ -359,17 +359,22 @@ impl ScheduledThreadPoolExecutor {
     /// policy), fixed delay, or a [`Trigger`]; with optional `max_lateness`, `max_runs`
     /// and [`OnPanic`] policy. The Java-style methods are this with the defaults.
     ///
-    /// A trigger's first deadline is `trigger.first_deadline(now + initial_delay)`; if it
+    /// A trigger is first handed the executor's clock (`Trigger::use_clock`), then asked
+    /// for its first deadline, `trigger.first_deadline(now + initial_delay)`; if it
     /// returns `None` (or `max_runs` is 0) the future completes with `Ok(())` without a
-    /// run; if it panics, the task is accepted and its future yields `Err(Panicked)`.
+    /// run, unless the trigger calls that a mistake (`Trigger::refuse_if_never_due`, as
+    /// a [`CronTrigger`](crate::CronTrigger) whose expression matches no time from now
+    /// on does); if it panics, the task is accepted and its future yields
+    /// `Err(Panicked)`.
     ///
     /// [`MissedTicks`]: crate::MissedTicks
     /// [`Trigger`]: crate::Trigger
     /// [`OnPanic`]: crate::OnPanic
     ///
     /// # Errors
-    /// [`ScheduleError::ZeroPeriod`] for a zero period or delay, else as
-    /// [`schedule`](Self::schedule).
+    /// [`ScheduleError::ZeroPeriod`] for a zero period or delay;
+    /// [`ScheduleError::NeverDue`] for a trigger with no first deadline that refuses to
+    /// be scheduled without one; else as [`schedule`](Self::schedule).
     pub fn schedule_periodic<F>(
         &self,
         spec: Periodic,

@@ -85,9 +85,13 @@ impl Pool {
         let now = self.clock().now();
         let First {
             deadline: first,
+            never_due,
             then,
             earliest,
         } = schedule.first(self.clock(), now, initial_delay, aligned, catch_up_now);
+        if never_due {
+            return Err(ScheduleError::NeverDue);
+        }
         let deadline = first.as_ref().ok().copied().flatten().unwrap_or(earliest);
         let mut task = task;
         if let Some(next) = then {

@@ -94,6 +94,9 @@ impl Drop for DropCount {
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
 
+#[cfg(feature = "cron")]
+pub(crate) mod cron;
+
 /// Waits until `cond` holds, panicking with `what` if [`BOUND`] passes first.
 pub(crate) fn wait_for(what: &str, cond: impl Fn() -> bool) {
     let end = Instant::now() + BOUND;
