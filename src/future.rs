@@ -107,6 +107,23 @@ impl<T> ScheduledFuture<T> {
         self.job().header().is_periodic()
     }
 
+    /// The task's number: the `id` of its `task` span, of its log lines and of its row in
+    /// [`scheduled_tasks`](crate::ScheduledThreadPoolExecutor::scheduled_tasks) (unique in
+    /// the process).
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let fut = pool.schedule(Duration::from_secs(60), || ()).unwrap();
+    /// assert_eq!(pool.scheduled_tasks()[0].id, fut.id());
+    /// # pool.shutdown_now();
+    /// ```
+    pub fn id(&self) -> u64 {
+        self.job().header().id()
+    }
+
     /// The next (or last) run's deadline, in the executor's clock. For a periodic task it
     /// is the current run's deadline until that run ends, then the next one.
     pub fn deadline(&self) -> Instant {
@@ -262,6 +279,11 @@ impl CancelHandle {
     /// As [`ScheduledFuture::is_done`].
     pub fn is_done(&self) -> bool {
         self.job.header().state().is_terminal()
+    }
+
+    /// As [`ScheduledFuture::id`].
+    pub fn id(&self) -> u64 {
+        self.job.header().id()
     }
 
     /// As [`ScheduledFuture::reschedule`].

@@ -171,11 +171,61 @@ pub trait Trigger: Send + 'static {
     fn refuse_if_never_due(&self) -> bool {
         false
     }
+
+    /// The schedule in words, for a task list
+    /// ([`TaskInfo::schedule`](crate::TaskInfo::schedule)); a cron trigger gives its
+    /// expression and time zone. The default is `"trigger"`. Asked after
+    /// [`first_deadline`](Self::first_deadline) and after each
+    /// [`next_deadline`](Self::next_deadline), under the same lock, and kept: a task list
+    /// shows the latest answer, so a snapshot never waits for a trigger (nor for one
+    /// that calls `scheduled_tasks` itself).
+    fn describe(&self) -> String {
+        String::from("trigger")
+    }
 }
 
-/// A trigger shared by the clones of one [`Periodic`].
+/// A trigger shared by the clones of one [`Periodic`], with its latest description.
 #[derive(Clone)]
-pub(crate) struct SharedTrigger(pub(crate) Arc<Mutex<Box<dyn Trigger>>>);
+pub(crate) struct SharedTrigger(Arc<TriggerCell>);
+
+struct TriggerCell {
+    /// The user's trigger, under its spec's own mutex (U1's exception in `user.rs`: only
+    /// the runs and the scheduling of this one task take it, one at a time).
+    trigger: Mutex<Box<dyn Trigger>>,
+    /// Its latest [`Trigger::describe`], asked after each call of its deadlines while the
+    /// trigger's mutex is held, and read by snapshots (`TaskInfo::schedule`) under this
+    /// leaf lock, which runs no user code and is held only to store or copy the string.
+    described: Mutex<String>,
+}
+
+impl SharedTrigger {
+    fn new(trigger: Box<dyn Trigger>) -> Self {
+        SharedTrigger(Arc::new(TriggerCell {
+            trigger: Mutex::new(trigger),
+            described: Mutex::new(String::from("trigger")),
+        }))
+    }
+
+    /// Calls `f` on the trigger under its own mutex (U1's exception) and then asks it to
+    /// describe itself. `Err` if `f` panicked; a panic of `describe` is reported
+    /// (after the trigger's mutex is released) and keeps the previous description.
+    fn call<R>(&self, f: impl FnOnce(&mut dyn Trigger) -> R) -> Result<R, Caught> {
+        let (out, described) = run_caught(|| {
+            let mut t = self.0.trigger.lock();
+            crate::user::under_own_lock(|| {
+                let out = f(&mut **t);
+                let described =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.describe()));
+                (out, described)
+            })
+        })?;
+        match described {
+            Ok(words) => *self.0.described.lock() = words,
+            Err(panic) => crate::user::report(crate::user::Door::Describe, panic),
+        }
+        Ok(out)
+    }
+}
 
 impl fmt::Debug for SharedTrigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -221,6 +271,25 @@ impl Schedule {
     /// The `kind` field of the `task` span.
     pub(crate) fn name(&self) -> &'static str {
         self.kind().as_str()
+    }
+
+    /// The schedule in words ([`TaskInfo::schedule`](crate::TaskInfo::schedule)): `once`,
+    /// `fixed rate 1m`, `fixed delay 5s` (with the missed-tick policy where it is not the
+    /// default), or what the trigger last said of itself ([`Trigger::describe`], kept by
+    /// [`SharedTrigger`]; `trigger` until it answers). Runs no user code.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Schedule::Once => String::from("once"),
+            Schedule::FixedRate(period, MissedTicks::Burst) => format!("fixed rate {period:?}"),
+            Schedule::FixedRate(period, MissedTicks::Delay) => {
+                format!("fixed rate {period:?}, missed ticks delay")
+            }
+            Schedule::FixedRate(period, MissedTicks::Skip) => {
+                format!("fixed rate {period:?}, missed ticks skipped")
+            }
+            Schedule::FixedDelay(delay) => format!("fixed delay {delay:?}"),
+            Schedule::Trigger(trigger) => trigger.0.described.lock().clone(),
+        }
     }
 
     /// Every schedule but `Once` runs more than once.
@@ -272,12 +341,7 @@ impl Schedule {
                     runs: t.runs,
                     panicked: t.panicked,
                 };
-                // The user's trigger under its own spec's mutex (U1's exception in
-                // `user.rs`: only the runs of this one task take it, one at a time).
-                let next = run_caught(|| {
-                    let mut t = trigger.0.lock();
-                    crate::user::under_own_lock(|| t.next_deadline(&ctx))
-                })?;
+                let next = trigger.call(|t| t.next_deadline(&ctx))?;
                 Ok(next.map(|at| clock.ticks_of(at)))
             }
         }
@@ -321,13 +385,10 @@ impl Schedule {
                 // Under its own spec's mutex, as `next_deadline` (U1's exception): the
                 // clock, then the first deadline, and if there is none, what that means.
                 let wall = WallClock::of(clock);
-                let first = run_caught(|| {
-                    let mut t = trigger.0.lock();
-                    crate::user::under_own_lock(|| {
-                        t.use_clock(&wall);
-                        let at = t.first_deadline(clock.instant_of(earliest));
-                        (at, at.is_none() && t.refuse_if_never_due())
-                    })
+                let first = trigger.call(|t| {
+                    t.use_clock(&wall);
+                    let at = t.first_deadline(clock.instant_of(earliest));
+                    (at, at.is_none() && t.refuse_if_never_due())
                 });
                 first.map(|(at, refuse)| {
                     never_due = refuse;
@@ -553,9 +614,7 @@ impl Periodic {
     /// Runs at the deadlines `trigger` computes. Clones of the spec share the trigger.
     #[must_use]
     pub fn with_trigger<G: Trigger>(trigger: G) -> Self {
-        Self::new(Schedule::Trigger(SharedTrigger(Arc::new(Mutex::new(
-            Box::new(trigger),
-        )))))
+        Self::new(Schedule::Trigger(SharedTrigger::new(Box::new(trigger))))
     }
 
     /// Delay before the first run (for a trigger: the earliest first deadline). Default 0.

@@ -97,9 +97,29 @@ pub struct PoolStats {
     pub lateness_max: Duration,
 }
 
-/// One queued task, as [`scheduled_tasks`](crate::ScheduledThreadPoolExecutor::scheduled_tasks)
-/// shows it (Java: an element of `getQueue()`; Spring: a `ScheduledTask`). A snapshot: the
-/// task may run, move or end right after it was taken.
+/// One task, queued or running, as
+/// [`scheduled_tasks`](crate::ScheduledThreadPoolExecutor::scheduled_tasks) shows it
+/// (Java: an element of `getQueue()`; Spring: a `ScheduledTask` of
+/// `/actuator/scheduledtasks`). A snapshot: the task may run, move or end right after it
+/// was taken.
+///
+/// Its [`Display`](std::fmt::Display) is one line of `key=value` pairs, for a printout or
+/// a log:
+///
+/// ```
+/// use schedpool::{ManualClock, Periodic, ScheduledThreadPoolExecutor};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let pool = ScheduledThreadPoolExecutor::builder().clock(clock.clone()).build();
+/// let job = Periodic::at_fixed_rate(Duration::from_secs(60)).name("report");
+/// pool.schedule_periodic(job, || ()).unwrap();
+/// clock.advance(Duration::from_secs(1));
+/// pool.wait_idle(Duration::from_secs(10));
+/// let line = pool.scheduled_tasks()[0].to_string();
+/// assert!(line.contains(r#"name="report" kind=fixed_rate schedule="fixed rate 60s" running=false"#), "{line}");
+/// assert!(line.contains("runs=1 last_run=completed"), "{line}");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskInfo {
@@ -111,14 +131,26 @@ pub struct TaskInfo {
     pub name: Option<String>,
     /// How it is scheduled.
     pub kind: TaskKind,
-    /// When it runs next, in the executor's clock.
+    /// The schedule in words: `once`, `fixed rate 1m` (with the missed-tick policy where
+    /// it is not the default), `fixed delay 5s`, or a trigger's own
+    /// [`describe`](crate::Trigger::describe) (a cron trigger: its expression and time
+    /// zone).
+    pub schedule: String,
+    /// When it runs next, in the executor's clock; for a running task, the deadline of the
+    /// run in progress.
     pub deadline: Instant,
-    /// How long until then, from the snapshot (zero if it is due).
+    /// How long until then, from the snapshot (zero if it is due or running).
     pub due_in: Duration,
-    /// Runs so far (a periodic task's; 0 for a one-shot, which is queued only before its
-    /// run).
+    /// It is running now on one of the pool's workers. Running tasks are listed with the
+    /// queued ones, so a periodic task is in every snapshot from its submission to its
+    /// end (a one-shot until its run ends).
+    pub running: bool,
+    /// When its last run started, in the executor's clock (for a running task, the run in
+    /// progress; a run skipped for `max_lateness` counts); `None` before the first.
+    pub last_started: Option<Instant>,
+    /// Runs so far (a periodic task's, the one in progress excluded; 0 for a one-shot).
     pub runs: u64,
-    /// How the last run went, if there was one.
+    /// How the last finished run went, if there was one.
     pub last_run: Option<LastRun>,
     /// Cancelled but still queued (only with `remove_on_cancel` off, until a purge or its
     /// deadline).
@@ -166,6 +198,30 @@ impl std::fmt::Display for TaskKind {
     }
 }
 
+impl std::fmt::Display for TaskInfo {
+    /// `id=7 name="report" kind=fixed_rate schedule="fixed rate 60s" running=false
+    /// due_in=59s runs=1 last_run=completed`: `name` and `last_run` only where there is
+    /// one, `cancelled=true` only for a cancelled task still queued.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "id={}", self.id)?;
+        if let Some(name) = &self.name {
+            write!(f, " name={name:?}")?;
+        }
+        write!(
+            f,
+            " kind={} schedule={:?} running={} due_in={:?} runs={}",
+            self.kind, self.schedule, self.running, self.due_in, self.runs
+        )?;
+        if let Some(last) = self.last_run {
+            write!(f, " last_run={last}")?;
+        }
+        if self.cancelled {
+            f.write_str(" cancelled=true")?;
+        }
+        Ok(())
+    }
+}
+
 /// How a periodic task's last run went ([`TaskInfo::last_run`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -184,6 +240,46 @@ pub enum LastRun {
     /// An exclusive task's run was skipped because the cluster lock's store could not be
     /// asked (`PoolStats::lock_failed`).
     LockFailed,
+}
+
+impl LastRun {
+    /// `"completed"`, `"panicked"`, `"failed"`, `"skipped"`, `"lock_held"` or
+    /// `"lock_failed"`: the `outcome` label of the run counter with the `metrics`
+    /// feature, and the `Display`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LastRun::Completed => "completed",
+            LastRun::Panicked => "panicked",
+            LastRun::Failed => "failed",
+            LastRun::Skipped => "skipped",
+            LastRun::LockHeld => "lock_held",
+            LastRun::LockFailed => "lock_failed",
+        }
+    }
+
+    /// A byte for an atomic (`task/periodic.rs`); 0 is "none yet".
+    pub(crate) fn code(self) -> u8 {
+        self as u8 + 1
+    }
+
+    /// The outcome a [`code`](Self::code) stands for.
+    pub(crate) fn from_code(code: u8) -> Option<LastRun> {
+        const ALL: [LastRun; 6] = [
+            LastRun::Completed,
+            LastRun::Panicked,
+            LastRun::Failed,
+            LastRun::Skipped,
+            LastRun::LockHeld,
+            LastRun::LockFailed,
+        ];
+        ALL.get(usize::from(code).checked_sub(1)?).copied()
+    }
+}
+
+impl std::fmt::Display for LastRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The executor's monotonic counters.
@@ -346,6 +442,23 @@ mod tests {
             x = x * 3 / 2 + 7;
         }
         assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn last_run_codes_round_trip_and_zero_is_none() {
+        assert_eq!(LastRun::from_code(0), None);
+        for last in [
+            LastRun::Completed,
+            LastRun::Panicked,
+            LastRun::Failed,
+            LastRun::Skipped,
+            LastRun::LockHeld,
+            LastRun::LockFailed,
+        ] {
+            assert_ne!(last.code(), 0);
+            assert_eq!(LastRun::from_code(last.code()), Some(last));
+        }
+        assert_eq!(LastRun::from_code(7), None);
     }
 
     #[test]

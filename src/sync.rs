@@ -391,3 +391,6 @@ pub(crate) fn unique_id() -> u64 {
 /// `std`'s atomic in every build, for statistics that no protocol depends on (the lateness
 /// histogram has thousands of buckets; as loom objects they would swamp a model).
 pub(crate) use std::sync::atomic::AtomicU64 as StatCounter;
+/// `std`'s byte-wide atomic in every build, for a reported state no protocol depends on (a
+/// periodic task's last outcome, `task/periodic.rs`).
+pub(crate) use std::sync::atomic::AtomicU8 as StatByte;

@@ -45,6 +45,8 @@ pub(crate) enum Door {
     Subscriber,
     /// A `Trigger`'s or closure's destructor run where the protocol had to go on.
     Drop,
+    /// A `Trigger`'s `describe`, for a snapshot (which shows the default instead).
+    Describe,
 }
 
 impl Door {
@@ -54,11 +56,13 @@ impl Door {
             Door::WakerDrop => "waker drop",
             Door::Subscriber => "tracing subscriber",
             Door::Drop => "destructor",
+            Door::Describe => "trigger describe",
         }
     }
 
     fn throttle(self) -> &'static Throttle {
-        static THROTTLES: [Throttle; 4] = [
+        static THROTTLES: [Throttle; 5] = [
+            Throttle::new(),
             Throttle::new(),
             Throttle::new(),
             Throttle::new(),

@@ -494,7 +494,7 @@ fn scheduled_tasks_shows_names_kinds_deadlines_runs_and_last_outcomes() {
 }
 
 /// Due tasks waiting for a busy worker sit in a shard's ready lane; `scheduled_tasks`
-/// and `queue_len` count them like any queued task.
+/// and `queue_len` count them like any queued task (and the list shows the busy one too).
 #[test]
 fn scheduled_tasks_lists_due_tasks_waiting_for_a_busy_worker() {
     let pool = ScheduledThreadPoolExecutor::new(1);
@@ -511,9 +511,16 @@ fn scheduled_tasks_lists_due_tasks_waiting_for_a_busy_worker() {
     let due: Vec<_> = (0..3)
         .map(|_| pool.named("due").submit(|| ()).unwrap())
         .collect();
-    let queued = pool.scheduled_tasks();
-    assert_eq!(queued.len(), 3, "{queued:?}");
-    assert!(queued.iter().all(|t| t.name.as_deref() == Some("due")));
+    let listed = pool.scheduled_tasks();
+    assert_eq!(
+        listed.len(),
+        4,
+        "the running one and the three due: {listed:?}"
+    );
+    assert!(listed[0].running && listed[0].name.is_none(), "{listed:?}");
+    assert!(listed[1..]
+        .iter()
+        .all(|t| t.name.as_deref() == Some("due") && !t.running));
     assert_eq!(pool.queue_len(), 3);
     gate.open();
     busy.get().unwrap();

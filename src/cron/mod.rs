@@ -331,6 +331,20 @@ impl Trigger for CronTrigger {
     fn refuse_if_never_due(&self) -> bool {
         true
     }
+
+    /// `cron "0 0 2 * * *" Europe/Berlin`: the expression as given and the zone it is
+    /// read in (`UTC`, `local time`, or the zone's name), for a task list.
+    ///
+    /// ```
+    /// use schedpool::{CronTrigger, Trigger};
+    ///
+    /// let nightly = CronTrigger::parse("0 0 2 * * *").unwrap().in_time_zone("Europe/Berlin").unwrap();
+    /// assert_eq!(nightly.describe(), r#"cron "0 0 2 * * *" Europe/Berlin"#);
+    /// assert_eq!(CronTrigger::parse("*/5 * * * *").unwrap().describe(), r#"cron "*/5 * * * *" UTC"#);
+    /// ```
+    fn describe(&self) -> String {
+        format!("cron {:?} {}", self.expr, self.zone.name())
+    }
 }
 
 impl fmt::Debug for CronTrigger {

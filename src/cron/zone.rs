@@ -55,6 +55,17 @@ impl Zone {
     }
 }
 
+impl Zone {
+    /// The zone's name for a task list: `UTC`, `local time`, or the IANA name.
+    pub(super) fn name(&self) -> &str {
+        match self {
+            Zone::Utc => "UTC",
+            Zone::Local => "local time",
+            Zone::Named(tz) => tz.iana_name().unwrap_or("a named zone"),
+        }
+    }
+}
+
 impl fmt::Debug for Zone {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -102,10 +102,14 @@ impl ScheduledThreadPoolExecutor {
         clock.instant_of(clock.now())
     }
 
-    /// A snapshot of the tasks waiting in the queue, earliest deadline first: name, kind,
-    /// next deadline, runs so far and how the last run went (Java's `getQueue()`,
-    /// Spring's `ScheduledTaskHolder`). Tasks running right now are not in the queue and
-    /// not listed. It locks every shard of the queue once, briefly, and copies: O(n).
+    /// A snapshot of the tasks, queued or running, earliest deadline first: id, name,
+    /// kind, the schedule in words, next deadline, whether it is running, runs so far,
+    /// when the last run started and how it went (Java's `getQueue()`, Spring's
+    /// `ScheduledTaskHolder`: a dashboard's task list, or a printout with
+    /// [`TaskInfo`]'s `Display`). A periodic task is listed from its submission to its
+    /// end, also while a run of it is in progress (`running`); a running one-shot is
+    /// listed until its run ends. It locks every shard of the queue once, briefly, and
+    /// copies: O(n).
     ///
     /// ```
     /// use schedpool::{ManualClock, Periodic, ScheduledThreadPoolExecutor, TaskKind};

@@ -1,10 +1,14 @@
-//! What the pool shows of itself: the statistics snapshot and the snapshot of the
-//! queued tasks. Reads only: each takes every shard's lock once, briefly.
+//! What the pool shows of itself: the statistics snapshot and the task list (the queued
+//! tasks and the workers' runs in progress, `running.rs`). Reads only: each takes every
+//! shard's lock once, briefly.
 
+use super::running::Run;
 use super::shared::Pool;
 use crate::clock::Ticks;
 use crate::stats::{self, PoolStats, TaskInfo};
-use crate::task::{state::State, TaskRef};
+use crate::task::{drop_quietly, state::State, TaskRef};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 impl Pool {
     /// The counters, the lateness summary and the queue's size
@@ -41,34 +45,82 @@ impl Pool {
         }
     }
 
-    /// A snapshot of the queued tasks, earliest first
-    /// (`ScheduledThreadPoolExecutor::scheduled_tasks`).
+    /// A snapshot of the queued and running tasks, earliest deadline first
+    /// (`ScheduledThreadPoolExecutor::scheduled_tasks`). The queue and the workers' slots
+    /// are read under every shard's lock, so no task moves between the two reads
+    /// (`running.rs`).
     pub(crate) fn scheduled_tasks(&self) -> Vec<TaskInfo> {
         let mut queued: Vec<(Ticks, u64, TaskRef)> = Vec::new();
-        self.queue
-            .lock_all()
-            .for_each(|e| queued.push((e.deadline, e.seq(), e.value.clone())));
-        // Outside the shard locks: each task's record takes its stage's lock, and the
+        let runs = {
+            let all = self.queue.lock_all();
+            all.for_each(|e| queued.push((e.deadline, e.seq(), e.value.clone())));
+            self.running.snapshot()
+        };
+        // Outside the shard locks: a trigger's description takes its own lock, and the
         // copies may be the last references (a task's drop runs user code, I4). The
-        // order is the queue's: (deadline, seq).
-        queued.sort_by_key(|&(deadline, seq, _)| (deadline, seq));
+        // order is the queue's, (deadline, seq), running tasks first among equal
+        // deadlines.
         let clock = self.clock();
         let now = clock.now();
-        queued
+        let info = |job: &TaskRef, deadline: Ticks, running: Option<Ticks>| {
+            let record = job.record();
+            TaskInfo {
+                id: job.header().id(),
+                name: job.name().map(str::to_owned),
+                kind: job.schedule().kind(),
+                schedule: job.schedule().describe(),
+                deadline: clock.instant_of(deadline),
+                due_in: match running {
+                    Some(_) => Duration::ZERO,
+                    None => crate::clock::since(deadline, now),
+                },
+                running: running.is_some(),
+                last_started: running.or(record.started).map(|t| clock.instant_of(t)),
+                runs: record.runs,
+                last_run: record.last,
+                cancelled: job.header().state() == State::Cancelled,
+            }
+        };
+        // RN1: a periodic task between its re-queue and its worker's `leave` is in the
+        // queue too, or already in another worker's slot for its next run: the queue's
+        // row, else the latest run's, is the current one. A run whose task has just ended
+        // (DONE or PANICKED, its worker not yet out of its slot) is over; a task
+        // cancelled during its run is still running.
+        let in_slots: HashSet<u64> = runs.iter().map(|r| r.job.header().id()).collect();
+        let in_queue: HashSet<u64> = queued
             .iter()
-            .map(|(deadline, _, job)| {
-                let (runs, last_run) = job.record();
-                TaskInfo {
-                    id: job.header().id(),
-                    name: job.name().map(str::to_owned),
-                    kind: job.schedule().kind(),
-                    deadline: clock.instant_of(*deadline),
-                    due_in: crate::clock::since(*deadline, now),
-                    runs,
-                    last_run,
-                    cancelled: job.header().state() == State::Cancelled,
-                }
-            })
-            .collect()
+            .map(|(_, _, job)| job.header().id())
+            .filter(|id| in_slots.contains(id))
+            .collect();
+        let mut current: HashMap<u64, &Run> = HashMap::new();
+        for run in &runs {
+            let id = run.job.header().id();
+            let over = matches!(run.job.header().state(), State::Done | State::Panicked);
+            if over || in_queue.contains(&id) {
+                continue;
+            }
+            let latest = current
+                .get(&id)
+                .is_none_or(|seen| seen.started <= run.started);
+            if latest {
+                current.insert(id, run);
+            }
+        }
+        let mut rows: Vec<(Ticks, u64, TaskInfo)> = Vec::with_capacity(queued.len() + runs.len());
+        for run in current.into_values() {
+            rows.push((
+                run.deadline,
+                0,
+                info(&run.job, run.deadline, Some(run.started)),
+            ));
+        }
+        for (deadline, seq, job) in &queued {
+            rows.push((*deadline, seq.saturating_add(1), info(job, *deadline, None)));
+        }
+        rows.sort_by_key(|&(deadline, seq, _)| (deadline, seq));
+        let infos = rows.into_iter().map(|(_, _, row)| row).collect();
+        drop_quietly(queued);
+        drop_quietly(runs);
+        infos
     }
 }

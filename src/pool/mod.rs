@@ -81,6 +81,7 @@ pub(crate) mod control;
 mod entry;
 mod host;
 mod introspect;
+mod running;
 mod shared;
 mod shutdown;
 mod submit;

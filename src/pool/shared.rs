@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use super::control::{Control, RunState};
 use super::entry::Queue;
+use super::running::Running;
 use super::{Policy, Stripe, Tally};
 use crate::clock::{AdvanceListener, Clock};
 use crate::config::Config;
@@ -62,6 +63,8 @@ pub(crate) struct Pool {
     /// Tasks asleep in `TaskContext::sleep` (`sleepers.rs`).
     pub(crate) sleepers: Sleepers,
     pub(super) reject_log: Throttle,
+    /// The workers' runs in progress, for the task list (`running.rs`).
+    pub(super) running: Running,
 }
 
 impl AdvanceListener for Pool {
@@ -96,6 +99,7 @@ impl Pool {
             epoch: AtomicU64::new(0),
             late_log: Throttle::default(),
             reject_log: Throttle::default(),
+            running: Running::default(),
             sleepers: Sleepers::new(),
             config,
         });

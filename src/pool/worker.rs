@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use super::control::RunState;
 use super::entry::Entry;
+use super::running::Slot;
 use super::shared::Pool;
 use super::shutdown::wake_if_drained;
 use super::submit::Requeued;
@@ -42,10 +43,13 @@ struct ExitGuard {
     shared: Arc<Pool>,
     released: bool,
     active: bool,
+    /// The worker's run in progress, for the task list (`running.rs`).
+    slot: Arc<Slot>,
 }
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
+        self.shared.running.unregister(&self.slot);
         self.shared.worker_exited(self.released, self.active);
     }
 }
@@ -57,10 +61,12 @@ pub(crate) fn run(shared: Arc<Pool>, index: usize) {
     crate::user::traced(
         || tracing::debug!(target: "schedpool", pool = shared.name(), worker = index, "worker started"),
     );
+    let slot = shared.running.register();
     let mut guard = ExitGuard {
         shared,
         released: false,
         active: false,
+        slot,
     };
     run_hook(
         guard.shared.config.on_thread_start.as_ref(),
@@ -71,10 +77,13 @@ pub(crate) fn run(shared: Arc<Pool>, index: usize) {
     loop {
         let finished = guard.active;
         guard.active = false;
-        match guard.shared.next_task(finished, requeue.take()) {
+        match guard
+            .shared
+            .next_task(finished, requeue.take(), &guard.slot)
+        {
             Some((entry, now)) => {
                 guard.active = true;
-                requeue = run_task(&guard.shared, index, entry, now);
+                requeue = run_task(&guard.shared, index, &guard.slot, entry, now);
             }
             None => {
                 guard.released = true;
@@ -94,12 +103,14 @@ pub(crate) fn run(shared: Arc<Pool>, index: usize) {
 }
 
 /// Runs one task taken from the queue at `now` by worker `index` (WK2), and records its
-/// lateness (start − deadline). Returns a periodic task's next run, which `next_task`
-/// re-queues into the task's home shard (one critical section of its own) before it takes
-/// the next task.
+/// lateness (start − deadline). The run is in the worker's `slot` from its take until
+/// `next_task` has re-queued a periodic task (RN1 in `running.rs`). Returns a periodic
+/// task's next run, which `next_task` re-queues into the task's home shard (one critical
+/// section of its own) before it takes the next task.
 fn run_task(
     shared: &Arc<Pool>,
     index: usize,
+    slot: &Slot,
     entry: Entry,
     now: clock::Ticks,
 ) -> Option<(TaskRef, clock::Ticks)> {
@@ -190,8 +201,9 @@ fn run_task(
         );
     }
     match report.next {
-        Some(next) => Some((job, next)),
+        Some(next) => Some((job, next)), // leaves the slot after its re-queue
         None => {
+            drop_quietly(slot.leave()); // RN1: before the worker's own reference
             drop_quietly(job); // may drop the task and an unclaimed output (WK2)
             None
         }
@@ -305,25 +317,28 @@ impl Pool {
 
     /// The worker's next task (Java: `getTask`), with the worker's bookkeeping: `finished`
     /// says the caller just ran a task, `requeue` carries a periodic task's next run
-    /// (re-queued into its home shard first). Returns `None` when the worker must exit,
-    /// having released its worker slot under every shard's lock (E1).
+    /// (re-queued into its home shard first, and only then taken out of the worker's
+    /// `slot`: RN1 in `running.rs`). Returns `None` when the worker must exit, having
+    /// released its worker slot under every shard's lock (E1).
     pub(crate) fn next_task(
         &self,
         finished: bool,
         requeue: Option<(TaskRef, Ticks)>,
+        slot: &Slot,
     ) -> Option<(Entry, Ticks)> {
         if let Some((job, next)) = requeue {
             let mut q = self.queue.lock(job.header().home());
-            match self.requeue_locked(&mut q, job, next) {
+            let requeued = self.requeue_locked(&mut q, job, next);
+            drop(q);
+            // RN1: out of the slot once re-queued (never the copy's last holder), and
+            // before a refused or dropped task loses the worker's reference.
+            drop_quietly(slot.leave());
+            match requeued {
                 Requeued::Queued => {}
-                Requeued::Refused(job) => {
-                    drop(q); // rare (after shutdown): complete its future without the lock
-                    job.finish_cancelled();
-                }
-                Requeued::Dropped(job) => {
-                    drop(q);
-                    drop_quietly(job); // U1: maybe the last reference, dropped unlocked
-                }
+                // Rare (after shutdown): complete its future without the lock.
+                Requeued::Refused(job) => job.finish_cancelled(),
+                // U1: maybe the last reference, dropped unlocked.
+                Requeued::Dropped(job) => drop_quietly(job),
             }
         }
         if finished {
@@ -358,11 +373,16 @@ impl Pool {
             } else {
                 None
             };
-            let taken = self.queue.take(timeout, |empty| {
-                self.control.load().is_drained(usize::from(!empty))
-                    || self.epoch.load(Ordering::Relaxed) != epoch
-                    || (surplus && !timed && empty) // may time out now: re-decide
-            });
+            let taken = self.queue.take_with(
+                timeout,
+                |empty| {
+                    self.control.load().is_drained(usize::from(!empty))
+                        || self.epoch.load(Ordering::Relaxed) != epoch
+                        || (surplus && !timed && empty) // may time out now: re-decide
+                },
+                // RN1: in the slot from the critical section that pops it.
+                |entry, now| slot.enter(&entry.value, now, entry.deadline),
+            );
             match taken {
                 Take::Item(entry, now) => {
                     wake_if_drained(self); // E3

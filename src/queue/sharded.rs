@@ -373,9 +373,16 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         self.wake_at.swap(at, Ordering::AcqRel);
     }
 
-    /// Pops the earliest entry if it is due now (Q3); `on_take` runs in the critical
-    /// section that pops (Q4). Never blocks on the coordinator.
+    /// Pops the earliest entry if it is due now (Q3). Never blocks on the coordinator.
+    #[cfg(test)]
     fn pop_due(&self) -> Option<(E, Ticks)> {
+        self.pop_due_with(&mut |_, _| ())
+    }
+
+    /// Pops the earliest entry if it is due now (Q3); `on_take` sees it and the take's time
+    /// in the critical section that pops it (Q4), with the shard still locked. Never
+    /// blocks on the coordinator.
+    fn pop_due_with(&self, on_take: &mut impl FnMut(&E, Ticks)) -> Option<(E, Ticks)> {
         loop {
             let (best, at, tie) = self.scan();
             if best == EMPTY {
@@ -386,7 +393,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
                 return None;
             }
             if tie {
-                return self.pop_tied(now);
+                return self.pop_tied(now, on_take);
             }
             let mut g = self.lock(at);
             let Some(head) = g.store().head_deadline().filter(|&d| d <= now) else {
@@ -401,9 +408,12 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             }
             if tied {
                 drop(g);
-                return self.pop_tied(now);
+                return self.pop_tied(now, on_take);
             }
             let entry = g.pop_counted();
+            if let Some(e) = &entry {
+                on_take(e, now);
+            }
             return entry.map(|e| (e, now));
         }
     }
@@ -417,7 +427,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
     /// Pops the least `(deadline, seq)` among the due heads, under every shard's lock
     /// (Q3's tie-break; rare on the real clock).
     #[cold]
-    fn pop_tied(&self, now: Ticks) -> Option<(E, Ticks)> {
+    fn pop_tied(&self, now: Ticks, on_take: &mut impl FnMut(&E, Ticks)) -> Option<(E, Ticks)> {
         let mut all = self.lock_all();
         let mut best: Option<usize> = None;
         for (i, g) in all.guards.iter().enumerate() {
@@ -435,20 +445,34 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             }
         }
         let b = best?;
-        all.guards[b].pop_counted().map(|e| (e, now))
+        let entry = all.guards[b].pop_counted()?;
+        on_take(&entry, now);
+        Some((entry, now))
+    }
+
+    /// [`take_with`](Self::take_with) with nothing to do at the pop (the tests and the
+    /// models).
+    #[cfg(test)]
+    pub(crate) fn take(&self, timeout: Option<Instant>, stop: impl FnMut(bool) -> bool) -> Take<E> {
+        self.take_with(timeout, stop, |_, _| ())
     }
 
     /// Waits for a due entry with the leader/follower protocol on the coordinator (Java:
     /// `take` / timed `poll`). Returns early when `stop` holds (checked when no entry is
     /// due on entry, before every wait and after every wake-up; its argument is
-    /// [`is_empty_hint`]) or when the real-time `timeout` passes. A taken entry is counted in `active` until
-    /// [`finished`](Self::finished) (Q4).
+    /// [`is_empty_hint`]) or when the real-time `timeout` passes. A taken entry is
+    /// counted in `active` until [`finished`](Self::finished) (Q4). `on_take` sees the
+    /// taken entry and the take's time in the critical section that pops it, with its
+    /// shard still locked (a worker puts the run in its slot there, so that a snapshot
+    /// under every shard's lock finds it: `pool/running.rs`); it must take no shard's
+    /// and not the coordinator's lock.
     ///
     /// [`is_empty_hint`]: Self::is_empty_hint
-    pub(crate) fn take(
+    pub(crate) fn take_with(
         &self,
         timeout: Option<Instant>,
         mut stop: impl FnMut(bool) -> bool,
+        mut on_take: impl FnMut(&E, Ticks),
     ) -> Take<E> {
         // Q5/F3: every way out of this loop hands on. Declared first, so it drops after the
         // coordinator guard of the iteration that returns (lock order: no coordinator
@@ -457,7 +481,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         // A due entry is taken before the stop condition is asked: a stop that holds
         // with an entry due (a smaller core size) can wait for the next take, and the
         // common take saves a scan.
-        if let Some((entry, now)) = self.pop_due() {
+        if let Some((entry, now)) = self.pop_due_with(&mut on_take) {
             return Take::Item(entry, now);
         }
         let mut taker = Taker::new(&self.clock, timeout);
@@ -465,7 +489,7 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             if stop(self.is_empty_hint()) {
                 return Take::Stopped;
             }
-            if let Some((entry, now)) = self.pop_due() {
+            if let Some((entry, now)) = self.pop_due_with(&mut on_take) {
                 return Take::Item(entry, now);
             }
             let Some(mut c) = self.coord_for_take() else {

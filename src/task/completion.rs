@@ -111,14 +111,6 @@ impl<B, T> Completion<B, T> {
         }
     }
 
-    /// Calls `f` with the closure, if it is in the stage (a snapshot's read; K3).
-    pub(crate) fn with_body<R>(&self, f: impl FnOnce(Option<&B>) -> R) -> R {
-        match &*self.stage.lock() {
-            Stage::Pending { body, .. } => f(body.as_ref()),
-            Stage::Ready(_) | Stage::Taken => f(None),
-        }
-    }
-
     /// Takes the closure out (K3): `None` if a run holds it or the task has ended.
     pub(crate) fn take_body(&self) -> Option<B> {
         match &mut *self.stage.lock() {

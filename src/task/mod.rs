@@ -116,10 +116,10 @@ pub(crate) trait Task: Send + Sync {
         None
     }
 
-    /// Runs so far and how the last one went, for a snapshot (`TaskInfo`); takes the
-    /// stage's lock, so never under a shard's lock.
-    fn record(&self) -> (u64, Option<LastRun>) {
-        (0, None)
+    /// Runs so far, how the last one went and when it started, for a snapshot
+    /// (`TaskInfo`); a one-shot has none (its run is the worker's, `pool/running.rs`).
+    fn record(&self) -> Record {
+        Record::default()
     }
 
     /// Runs the task once on a worker (Java: `run`, or `runAndReset` for a periodic task),
@@ -135,6 +135,17 @@ pub(crate) trait Task: Send + Sync {
     /// After `Header::cancel` returned true: drops the closure (if this thread holds the
     /// last copy, T3) and completes the future with `Cancelled` (T2). Never under a lock.
     fn finish_cancelled(&self);
+}
+
+/// What a snapshot shows of a task's runs ([`Task::record`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Record {
+    /// Runs so far (skipped ones excluded).
+    pub(crate) runs: u64,
+    /// How the last run went.
+    pub(crate) last: Option<LastRun>,
+    /// When the last run (or skip) started.
+    pub(crate) started: Option<crate::clock::Ticks>,
 }
 
 /// A task whose output type is known: what a `ScheduledFuture<T>` holds.

@@ -9,23 +9,43 @@
 use super::state::{End, Exchange, Start};
 use super::NO_DEADLINE;
 use super::{
-    count_run, drop_quietly, Completion, Declined, Header, Outcome, PeriodicBody, RunCx, RunEnv,
-    RunReport, Step, Task, TypedTask,
+    count_run, drop_quietly, Completion, Declined, Header, Outcome, PeriodicBody, Record, RunCx,
+    RunEnv, RunReport, Step, Task, TypedTask,
 };
 use crate::clock::{self, Ticks};
 use crate::error::{run_caught, PanicPayload, TaskError};
 use crate::queue::LockedCell;
 use crate::schedule::{Limits, OnPanic, RunTimes, Schedule};
 use crate::stats::LastRun;
-use crate::sync::Arc;
+use crate::sync::{Arc, Ordering, StatByte, StatCounter};
 use std::ops::ControlFlow;
 
-/// The closure of a periodic task and its run count, kept together in the stage (T3).
+/// The closure of a periodic task, in the stage while the task is not running (T3).
 struct Body<F> {
     f: F,
-    runs: u64,
-    /// How the last run went (for snapshots).
-    last: Option<LastRun>,
+}
+
+/// What a snapshot reads of a periodic task's runs, running or not: written only by the
+/// task's runner (T1: one at a time, and each run's start is ordered after the previous
+/// run's end by the queue's lock), read by snapshots (`TaskInfo`). `Relaxed`: reporting
+/// only; the runner reads back its own writes.
+struct Ledger {
+    /// Runs so far (skipped ones excluded).
+    runs: StatCounter,
+    /// How the last run went (`stats::LastRun::code`; 0: none yet).
+    last: StatByte,
+    /// When the last run (or skip) started, in ticks; [`NO_DEADLINE`]: none yet.
+    started: StatCounter,
+}
+
+impl Ledger {
+    fn runs(&self) -> u64 {
+        self.runs.load(Ordering::Relaxed)
+    }
+
+    fn set_last(&self, last: LastRun) {
+        self.last.store(last.code(), Ordering::Relaxed);
+    }
 }
 
 /// What one run decided, applied by one `match` in `PeriodicTask::run_started`.
@@ -56,6 +76,8 @@ pub(crate) struct PeriodicTask<F: PeriodicBody> {
     rescheduled: LockedCell,
     schedule: Schedule,
     limits: Limits,
+    /// Runs so far and how the last one went, for snapshots.
+    ledger: Ledger,
     /// The closure while SCHEDULED (T3), then the outcome.
     done: Completion<Body<F>, F::Output>,
 }
@@ -78,11 +100,12 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             rescheduled: LockedCell::new(NO_DEADLINE),
             schedule,
             limits,
-            done: Completion::new(Body {
-                f,
-                runs: 0,
-                last: None,
-            }),
+            ledger: Ledger {
+                runs: StatCounter::new(0),
+                last: StatByte::new(0),
+                started: StatCounter::new(NO_DEADLINE),
+            },
+            done: Completion::new(Body { f }),
         }
     }
 
@@ -157,6 +180,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         report: &mut RunReport,
     ) -> AfterRun {
         let now = env.now;
+        self.ledger.started.store(now, Ordering::Relaxed);
         let late = self
             .limits
             .max_lateness
@@ -164,12 +188,12 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         let times = if late && !then_cancel {
             // Skipped: the rule runs as if the run had started and finished now.
             report.skipped = true;
-            body.last = Some(LastRun::Skipped);
+            self.ledger.set_last(LastRun::Skipped);
             RunTimes {
                 scheduled,
                 started: now,
                 finished: now,
-                runs: body.runs,
+                runs: self.ledger.runs(),
                 panicked: false,
             }
         } else {
@@ -206,7 +230,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             env,
             header: &self.header,
             deadline: scheduled,
-            runs: body.runs + 1,
+            runs: self.ledger.runs() + 1,
             task_name: self.name.as_deref(),
             lease: None,
         };
@@ -228,16 +252,17 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             if then_cancel {
                 return ControlFlow::Break(AfterRun::Cancelled);
             }
-            body.last = Some(match why {
+            self.ledger.set_last(match why {
                 Declined::LockHeld => LastRun::LockHeld,
                 Declined::LockFailed => LastRun::LockFailed,
             });
-            return ControlFlow::Continue(times(body.runs, false));
+            return ControlFlow::Continue(times(self.ledger.runs(), false));
         }
         count_run(env.counters, outcome.is_err());
-        body.runs += 1;
+        let runs = self.ledger.runs() + 1;
+        self.ledger.runs.store(runs, Ordering::Relaxed);
         report.ran = true;
-        body.last = Some(if outcome.is_err() {
+        self.ledger.set_last(if outcome.is_err() {
             LastRun::Panicked
         } else if body.f.last_failed() {
             LastRun::Failed
@@ -257,13 +282,13 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         if then_cancel {
             return ControlFlow::Break(AfterRun::Cancelled);
         }
-        if self.limits.max_runs.is_some_and(|max| body.runs >= max) || step == Step::Stop {
+        if self.limits.max_runs.is_some_and(|max| runs >= max) || step == Step::Stop {
             return ControlFlow::Break(AfterRun::Done);
         }
         if let Step::At(next) = step {
             return ControlFlow::Break(AfterRun::Requeue(next));
         }
-        ControlFlow::Continue(times(body.runs, panicked))
+        ControlFlow::Continue(times(runs, panicked))
     }
 
     /// The end of a run that continues: RUNNING -> SCHEDULED with the next deadline, or,
@@ -308,9 +333,13 @@ impl<F: PeriodicBody> Task for PeriodicTask<F> {
         self.name.as_deref()
     }
 
-    fn record(&self) -> (u64, Option<LastRun>) {
-        self.done
-            .with_body(|b| b.map_or((0, None), |b| (b.runs, b.last)))
+    fn record(&self) -> Record {
+        let started = self.ledger.started.load(Ordering::Relaxed);
+        Record {
+            runs: self.ledger.runs(),
+            last: LastRun::from_code(self.ledger.last.load(Ordering::Relaxed)),
+            started: (started != NO_DEADLINE).then_some(started),
+        }
     }
 
     fn schedule(&self) -> &Schedule {
