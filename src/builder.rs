@@ -56,6 +56,8 @@ impl Builder {
                 task_span_level: tracing::Level::TRACE,
                 spin_policy: SpinPolicy::Adaptive,
                 timer_precision: Duration::ZERO,
+                #[cfg(feature = "metrics")]
+                metrics_interval: Duration::from_secs(1),
             },
         }
     }
@@ -195,6 +197,31 @@ impl Builder {
     #[must_use]
     pub fn task_span_level(mut self, level: tracing::Level) -> Self {
         self.config.task_span_level = level;
+        self
+    }
+
+    /// How often the pool's metrics are handed to the `metrics` recorder (feature
+    /// `metrics`): counters, gauges and the new histogram counts, by one thread of the
+    /// process that serves every pool. Default one second; `Duration::ZERO` starts no
+    /// thread for this pool, which then publishes only when asked
+    /// ([`publish_metrics`](crate::ScheduledThreadPoolExecutor::publish_metrics)) and once
+    /// more when it terminates. The series are listed in `docs/METRICS.md`.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::builder()
+    ///     .name("jobs")
+    ///     .metrics_interval(Duration::from_secs(5))
+    ///     .build();
+    /// # pool.close();
+    /// ```
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn metrics_interval(mut self, every: Duration) -> Self {
+        self.config.metrics_interval = every;
         self
     }
 

@@ -55,6 +55,10 @@ pub(crate) struct Config {
     pub(crate) task_span_level: tracing::Level,
     pub(crate) spin_policy: SpinPolicy,
     pub(crate) timer_precision: Duration,
+    /// How often the metrics thread publishes the pool (`Builder::metrics_interval`;
+    /// zero: never, only `publish_metrics` and the termination).
+    #[cfg(feature = "metrics")]
+    pub(crate) metrics_interval: Duration,
 }
 
 impl Config {
@@ -69,8 +73,8 @@ impl Config {
 
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder")
-            .field("core_pool_size", &self.core_pool_size)
+        let mut d = f.debug_struct("Builder");
+        d.field("core_pool_size", &self.core_pool_size)
             .field("name", &self.pool_name())
             .field("thread_name_prefix", &self.thread_name_prefix)
             .field("thread_stack_size", &self.thread_stack_size)
@@ -83,8 +87,10 @@ impl fmt::Debug for Config {
             .field("late_threshold", &self.late_threshold)
             .field("task_span_level", &self.task_span_level)
             .field("spin_policy", &self.spin_policy)
-            .field("timer_precision", &self.timer_precision)
-            .finish_non_exhaustive()
+            .field("timer_precision", &self.timer_precision);
+        #[cfg(feature = "metrics")]
+        d.field("metrics_interval", &self.metrics_interval);
+        d.finish_non_exhaustive()
     }
 }
 

@@ -369,11 +369,11 @@ impl PendingTask {
 }
 
 impl Drop for PendingTask {
+    /// Cancels the task through its pool (counted in `PoolStats::cancelled_count`).
     fn drop(&mut self) {
         if let Some(job) = self.job.take() {
-            if job.header().cancel() {
-                job.finish_cancelled();
-            }
+            self.shared.cancel(&*job, false);
+            crate::task::drop_quietly(job);
         }
     }
 }

@@ -93,9 +93,18 @@
 //!   `verify-full`), `sslrootcert` (a PEM file, or `system` for the operating system's
 //!   store), client certificates (`sslcert`, `sslkey`), the variables `PGSSLMODE`,
 //!   `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY`, and the defaults in `~/.postgresql`.
+//! - `metrics`: the pools' counters, gauges and histograms through the `metrics` facade,
+//!   so any of its exporters (Prometheus, OpenTelemetry, StatsD) shows them with no
+//!   code of yours: every series labelled with the pool's name, published every
+//!   [`Builder::metrics_interval`] by one thread of the process. The runs pay nothing
+//!   for it but a clock reading each (their duration). The series: [`metrics`].
 
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+// The metrics thread's list of pools is a `static`, which loom's types cannot be.
+#[cfg(all(loom, feature = "metrics"))]
+compile_error!("the loom models run without the `metrics` feature");
 
 /// Records a pool thread's state change for the tail analysis (`probe.rs`); nothing unless
 /// the crate is built with `--cfg schedpool_probe`.
@@ -129,7 +138,9 @@ mod schedule;
 mod stats;
 mod sync;
 mod task;
+mod telemetry;
 mod throttle;
+mod trigger;
 mod user;
 
 pub use body::TaskContext;
@@ -152,6 +163,11 @@ pub use stats::{LastRun, PoolStats, TaskInfo, TaskKind};
 /// The design notes (`docs/DESIGN.md`): the architecture, its invariants and orderings.
 #[doc = include_str!("../docs/DESIGN.md")]
 pub mod design {}
+
+/// The metrics the cargo feature `metrics` publishes, and how a task list and the logs
+/// join them (`docs/METRICS.md`).
+#[doc = include_str!("../docs/METRICS.md")]
+pub mod metrics {}
 
 /// Java's `ScheduledThreadPoolExecutor` mapped to this crate (`docs/JAVA.md`).
 #[doc = include_str!("../docs/JAVA.md")]

@@ -11,7 +11,8 @@
 //! (each worker bumps its counters before it releases its thread in the control word, an
 //! `AcqRel` exchange that the termination latch follows).
 //!
-//! Lateness is kept in a log-linear histogram ([`Lateness`]): values below 32 ns exactly,
+//! Lateness (and, with the `metrics` feature, run time) is kept in a log-linear
+//! histogram ([`Histogram`]): values below 32 ns exactly,
 //! larger ones in 32 sub-buckets per power of two, so a reported percentile (the bucket's
 //! lower bound) is within 1/32 ≈ 3.1 % of the true nearest-rank value. Recording is one
 //! `Relaxed` `fetch_add` and one `fetch_max` on stripe `worker index % STRIPES`, so up to
@@ -61,6 +62,12 @@ pub struct PoolStats {
     /// Refused submissions, whatever the policy or reason (`ZeroPeriod` is an argument
     /// error and does not count).
     pub rejected_count: u64,
+    /// Tasks cancelled: by their future's or handle's `cancel` or `interrupt` (each task
+    /// once, whatever the number of calls), by shutdown's run-after-shutdown policies,
+    /// or as a periodic task refused its re-queue after shutdown. A refused submission
+    /// (`RejectionPolicy::Discard`) counts as rejected, and a task handed back by
+    /// `shutdown_now` counts when its `PendingTask` is dropped unrun.
+    pub cancelled_count: u64,
     /// Runs on the pool's workers that panicked, and triggers that panicked (a panic in a
     /// `CallerRuns` run or in `PendingTask::run` goes into its future and is not counted,
     /// like the run itself).
@@ -297,6 +304,13 @@ pub(crate) struct Counters {
     pub(crate) lock_failed: CachePadded<AtomicU64>,
     pub(crate) lock_overruns: CachePadded<AtomicU64>,
     pub(crate) lock_extended: CachePadded<AtomicU64>,
+    /// Tasks cancelled (`PoolStats::cancelled_count`).
+    pub(crate) cancelled: CachePadded<AtomicU64>,
+    /// Runs that panicked (`panicked` also counts panicking triggers).
+    pub(crate) run_panicked: CachePadded<AtomicU64>,
+    /// Runs skipped because the cluster lock's store failed (`lock_failed` counts every
+    /// failed call to it).
+    pub(crate) lock_failed_runs: CachePadded<AtomicU64>,
 }
 
 impl Counters {
@@ -314,6 +328,9 @@ impl Counters {
             lock_failed: CachePadded::new(AtomicU64::new(0)),
             lock_overruns: CachePadded::new(AtomicU64::new(0)),
             lock_extended: CachePadded::new(AtomicU64::new(0)),
+            cancelled: CachePadded::new(AtomicU64::new(0)),
+            run_panicked: CachePadded::new(AtomicU64::new(0)),
+            lock_failed_runs: CachePadded::new(AtomicU64::new(0)),
         }
     }
 }
@@ -362,12 +379,12 @@ struct Stripe {
     max: StatCounter,
 }
 
-/// The lateness histogram (see the module notes).
-pub(crate) struct Lateness {
+/// A log-linear histogram of nanoseconds: lateness, run time (see the module notes).
+pub(crate) struct Histogram {
     stripes: Box<[CachePadded<Stripe>]>,
 }
 
-impl Lateness {
+impl Histogram {
     pub(crate) fn new() -> Self {
         let stripe = || {
             CachePadded::new(Stripe {
@@ -375,7 +392,7 @@ impl Lateness {
                 max: StatCounter::new(0),
             })
         };
-        Lateness {
+        Histogram {
             stripes: (0..STRIPES).map(|_| stripe()).collect(),
         }
     }
@@ -388,8 +405,9 @@ impl Lateness {
         stripe.max.fetch_max(nanos, Ordering::Relaxed);
     }
 
-    /// (p50, p99, max), nearest rank; zeros before the first run.
-    pub(crate) fn summary(&self) -> (Duration, Duration, Duration) {
+    /// Every bucket's count, the stripes merged, and the largest value (`Relaxed` reads:
+    /// a snapshot, not one instant).
+    pub(crate) fn merged(&self) -> (Vec<u64>, u64) {
         let mut merged = vec![0u64; BUCKETS];
         let mut max = 0;
         for stripe in self.stripes.iter() {
@@ -398,6 +416,12 @@ impl Lateness {
             }
             max = max.max(stripe.max.load(Ordering::Relaxed));
         }
+        (merged, max)
+    }
+
+    /// (p50, p99, max), nearest rank; zeros before the first run.
+    pub(crate) fn summary(&self) -> (Duration, Duration, Duration) {
+        let (merged, max) = self.merged();
         let total: u64 = merged.iter().sum();
         let rank = |p: u64| -> Duration {
             if total == 0 {
@@ -417,9 +441,42 @@ impl Lateness {
     }
 }
 
-impl std::fmt::Debug for Lateness {
+impl std::fmt::Debug for Histogram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lateness").finish_non_exhaustive()
+        f.debug_struct("Histogram").finish_non_exhaustive()
+    }
+}
+
+/// The counts of a pool's histograms already handed to the `metrics` recorder (feature
+/// `metrics`; MX2 in `pool/publish.rs`).
+#[cfg(feature = "metrics")]
+#[derive(Debug, Default)]
+pub(crate) struct Published {
+    pub(crate) lateness: Handed,
+    pub(crate) run_time: Handed,
+}
+
+/// One histogram's counts already handed over, bucket by bucket.
+#[cfg(feature = "metrics")]
+#[derive(Debug, Default)]
+pub(crate) struct Handed(Vec<u64>);
+
+#[cfg(feature = "metrics")]
+impl Handed {
+    /// The new counts of `h` since the last call: (bucket value in seconds, count) pairs;
+    /// the counts handed over advance with them.
+    pub(crate) fn delta(&mut self, h: &Histogram) -> Vec<(f64, usize)> {
+        let (now, _) = h.merged();
+        self.0.resize(now.len(), 0);
+        let mut out = Vec::new();
+        for (b, (&n, seen)) in now.iter().zip(self.0.iter_mut()).enumerate() {
+            if n > *seen {
+                let secs = lower_bound(b) as f64 / 1e9;
+                out.push((secs, usize::try_from(n - *seen).unwrap_or(usize::MAX)));
+                *seen = n;
+            }
+        }
+        out
     }
 }
 
@@ -463,7 +520,7 @@ mod tests {
 
     #[test]
     fn percentiles_are_nearest_rank() {
-        let h = Lateness::new();
+        let h = Histogram::new();
         assert_eq!(
             h.summary(),
             (Duration::ZERO, Duration::ZERO, Duration::ZERO)

@@ -8,7 +8,8 @@
 //! `suppressed` ones before it. What is still counted when the pool shuts down or
 //! terminates is written then, in a line of the same message whose `occurrences` are all
 //! suppressed ones ([`flush`](Throttle::flush)), so the `occurrences` of a pool's lines add
-//! up to its counter. An occurrence after a quiet second is written at once, with the
+//! up to its counter; [`Sampled`] keeps the fields of the latest suppressed occurrence
+//! for that line, which then reads like the others. An occurrence after a quiet second is written at once, with the
 //! count of the burst before it.
 //!
 //! # Ordering
@@ -16,6 +17,7 @@
 //! an occurrence counted on either side of a line's `swap` is reported by one line or the
 //! next, never twice.
 
+use crate::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -69,6 +71,48 @@ impl Throttle {
     /// Takes the occurrences counted since the last line, for a closing line.
     pub(crate) fn flush(&self) -> u64 {
         self.suppressed.swap(0, Ordering::Relaxed)
+    }
+}
+
+/// A [`Throttle`] that keeps the fields of the latest suppressed occurrence, so that the
+/// closing line ([`flush`](Sampled::flush)) says what it stands for, as the lines before
+/// it did. The sample is taken only where a line is not written, under a leaf lock that
+/// a busy moment skips (`try_lock`: then the sample is an earlier occurrence of the same
+/// burst); no user code runs under it (the sample is plain data).
+#[derive(Debug)]
+pub(crate) struct Sampled<S> {
+    throttle: Throttle,
+    latest: Mutex<Option<S>>,
+}
+
+impl<S> Default for Sampled<S> {
+    fn default() -> Self {
+        Sampled {
+            throttle: Throttle::new(),
+            latest: Mutex::new(None),
+        }
+    }
+}
+
+impl<S> Sampled<S> {
+    /// As [`Throttle::admit`]; a suppressed occurrence leaves `sample()` as the latest.
+    pub(crate) fn admit(&self, sample: impl FnOnce() -> S) -> Option<u64> {
+        let admitted = self.throttle.admit();
+        let replaced = match admitted {
+            // A line is written: the samples before it are its own.
+            Some(_) => self.latest.lock().take(),
+            None => self.latest.try_lock().and_then(|mut l| l.replace(sample())),
+        };
+        drop(replaced); // outside the lock
+        admitted
+    }
+
+    /// The occurrences since the last line and the latest of them, for a closing line;
+    /// `None` if there were none.
+    pub(crate) fn flush(&self) -> Option<(u64, Option<S>)> {
+        let n = self.throttle.flush();
+        let latest = self.latest.lock().take();
+        (n > 0).then_some((n, latest))
     }
 }
 

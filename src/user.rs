@@ -45,8 +45,11 @@ pub(crate) enum Door {
     Subscriber,
     /// A `Trigger`'s or closure's destructor run where the protocol had to go on.
     Drop,
-    /// A `Trigger`'s `describe`, for a snapshot (which shows the default instead).
+    /// A `Trigger`'s `describe` (a task list keeps its previous answer).
     Describe,
+    /// A `metrics` recorder (feature `metrics`): its panic costs that publication.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    Recorder,
 }
 
 impl Door {
@@ -57,11 +60,13 @@ impl Door {
             Door::Subscriber => "tracing subscriber",
             Door::Drop => "destructor",
             Door::Describe => "trigger describe",
+            Door::Recorder => "metrics recorder",
         }
     }
 
     fn throttle(self) -> &'static Throttle {
-        static THROTTLES: [Throttle; 5] = [
+        static THROTTLES: [Throttle; 6] = [
+            Throttle::new(),
             Throttle::new(),
             Throttle::new(),
             Throttle::new(),

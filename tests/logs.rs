@@ -24,6 +24,9 @@ struct Counting {
     rejected_lines: AtomicUsize,
     rejected_suppressed: AtomicU64,
     rejected_occurrences: AtomicU64,
+    /// Warnings that lack a field of their kind (`id` and `lateness_us`; `reason` and
+    /// `policy`), the closing lines included.
+    without_fields: AtomicUsize,
     events: AtomicUsize,
     without_pool: AtomicUsize,
     pools: Mutex<Vec<String>>,
@@ -37,6 +40,10 @@ struct Fields {
     suppressed: u64,
     occurrences: u64,
     error: String,
+    id: bool,
+    lateness_us: bool,
+    reason: bool,
+    policy: bool,
 }
 
 impl Visit for Fields {
@@ -44,6 +51,8 @@ impl Visit for Fields {
         match field.name() {
             "message" => self.message = format!("{value:?}"),
             "error" => self.error = format!("{value:?}"),
+            "reason" => self.reason = true,
+            "policy" => self.policy = true,
             "pool" => self.pool = Some(format!("{value:?}").trim_matches('"').to_owned()),
             _ => {}
         }
@@ -57,6 +66,8 @@ impl Visit for Fields {
         match field.name() {
             "suppressed" => self.suppressed = value,
             "occurrences" => self.occurrences = value,
+            "id" => self.id = true,
+            "lateness_us" => self.lateness_us = true,
             _ => {}
         }
     }
@@ -83,6 +94,14 @@ impl Subscriber for &'static Counting {
         }
         if f.message == "periodic run failed" {
             self.failed_errors.lock().unwrap().push(f.error.clone());
+        }
+        let complete = match f.message.as_str() {
+            "task started late" => f.id && f.lateness_us,
+            "task rejected" => f.reason && f.policy,
+            _ => true,
+        };
+        if !complete {
+            self.without_fields.fetch_add(1, Ordering::SeqCst);
         }
         if f.message == "task started late" {
             self.late_lines.fetch_add(1, Ordering::SeqCst);
@@ -213,6 +232,11 @@ fn floods_of_late_starts_and_rejections_become_a_few_lines_that_name_their_pool(
         counting.without_pool.load(Ordering::SeqCst),
         0,
         "every event carries its pool's name"
+    );
+    assert_eq!(
+        counting.without_fields.load(Ordering::SeqCst),
+        0,
+        "every warning, the closing lines too, carries the fields of its kind"
     );
     let pools = counting.pools.lock().unwrap();
     assert!(pools.iter().any(|p| p == "jobs") && pools.iter().any(|p| p == "bounded"));

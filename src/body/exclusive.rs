@@ -97,6 +97,7 @@ pub(crate) fn run_locked<T>(
         }
         Err(error) => {
             bump(ledger.counters, |c| &c.lock_failed);
+            bump(ledger.counters, |c| &c.lock_failed_runs);
             if let Some(suppressed) = spec.warnings.admit() {
                 crate::user::traced(
                     || tracing::warn!(target: "schedpool", pool, task_name, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired"),

@@ -13,7 +13,6 @@ use crate::body::{run_locked, Ledger, LockedOnce};
 use crate::cluster::{Exclusive, Lease, LockError};
 use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
-use crate::sync::Arc;
 
 impl ScheduledThreadPoolExecutor {
     /// Runs `task` once after `delay` on one node of the cluster: every node schedules it,
@@ -64,7 +63,7 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce(&Lease) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let name = Arc::clone(&exclusive.name);
+        let name = self.task_name(&exclusive.name);
         self.once_after(
             delay,
             LockedOnce {
@@ -90,7 +89,7 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce(&Lease) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let name = Arc::clone(&exclusive.name);
+        let name = self.task_name(&exclusive.name);
         self.once_at(
             deadline,
             LockedOnce {

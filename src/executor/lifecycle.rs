@@ -219,6 +219,36 @@ impl ScheduledThreadPoolExecutor {
         self.shared.queue_len()
     }
 
+    /// Hands the pool's metrics to the `metrics` recorder installed now (feature
+    /// `metrics`): what the metrics thread does every
+    /// [`metrics_interval`](crate::Builder::metrics_interval), at once. For a test that
+    /// reads a recorder, or a program about to exit; the series are in `docs/METRICS.md`.
+    ///
+    /// ```
+    /// use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let recorder = DebuggingRecorder::new();
+    /// let snapshots = recorder.snapshotter();
+    /// let pool = ScheduledThreadPoolExecutor::builder()
+    ///     .name("jobs")
+    ///     .metrics_interval(Duration::ZERO) // no thread: published when asked
+    ///     .build();
+    /// pool.submit(|| ()).unwrap().get().unwrap();
+    /// metrics::with_local_recorder(&recorder, || pool.publish_metrics());
+    /// let submitted = snapshots.snapshot().into_vec().into_iter().find_map(|(key, _, _, value)| {
+    ///     (key.key().name() == "schedpool_tasks_submitted_total").then_some(value)
+    /// });
+    /// assert_eq!(submitted, Some(DebugValue::Counter(1)));
+    /// # pool.close();
+    /// ```
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn publish_metrics(&self) {
+        self.shared.publish_metrics();
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> PoolStats {
         self.shared.stats()

@@ -543,10 +543,15 @@ impl fmt::Debug for ScheduledThreadPoolExecutor {
 }
 
 impl Builder {
-    /// Builds the executor. No thread starts until a task needs one.
+    /// Builds the executor. No thread starts until a task needs one (with the feature
+    /// `metrics`, the process's metrics thread starts with the first pool that has a
+    /// `metrics_interval`).
     pub fn build(self) -> ScheduledThreadPoolExecutor {
-        ScheduledThreadPoolExecutor {
-            shared: Pool::new(self.into_config()),
+        let shared = Pool::new(self.into_config());
+        #[cfg(feature = "metrics")]
+        if !shared.config.metrics_interval.is_zero() {
+            crate::pool::watch(&shared, shared.config.metrics_interval);
         }
+        ScheduledThreadPoolExecutor { shared }
     }
 }

@@ -8,9 +8,18 @@ use crate::body::{TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
 use crate::sync::Arc;
-use crate::task::Plain;
+use crate::task::{Plain, TaskName};
+use crate::telemetry::TaskTimer;
 
 impl ScheduledThreadPoolExecutor {
+    /// A one-shot's name, with its run-time series (feature `metrics`).
+    pub(crate) fn task_name(&self, name: &str) -> Arc<TaskName> {
+        Arc::new(TaskName {
+            name: name.into(),
+            timer: TaskTimer::named(self.shared.name(), Some(name)),
+        })
+    }
+
     /// A way to submit one-shots under `name`, which their `task` spans, panic logs and
     /// [`scheduled_tasks`](Self::scheduled_tasks) then show (a periodic task is named by
     /// [`Periodic::name`](crate::Periodic::name)). The name is shared by every task submitted through the
@@ -66,20 +75,18 @@ impl ScheduledThreadPoolExecutor {
 #[derive(Clone)]
 pub struct Named {
     pool: ScheduledThreadPoolExecutor,
-    name: Arc<str>,
+    name: Arc<TaskName>,
 }
 
 impl Named {
     pub(crate) fn new(pool: ScheduledThreadPoolExecutor, name: String) -> Self {
-        Named {
-            pool,
-            name: name.into(),
-        }
+        let name = pool.task_name(&name);
+        Named { pool, name }
     }
 
     /// The name the tasks get.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.name.name
     }
 
     /// As [`ScheduledThreadPoolExecutor::schedule`], named.
@@ -149,7 +156,7 @@ impl fmt::Debug for Named {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Named")
             .field("pool", &self.pool.name())
-            .field("name", &&*self.name)
+            .field("name", &&*self.name.name)
             .finish()
     }
 }

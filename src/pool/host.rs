@@ -75,6 +75,7 @@ impl Pool {
         if !won {
             return false;
         }
+        crate::stats::bump(&self.counters.cancelled);
         // A task taken out of the queue here was not running, so it cannot be asleep in
         // `TaskContext::sleep`; any other may be.
         let mut was_queued = false;

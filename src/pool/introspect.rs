@@ -30,6 +30,7 @@ impl Pool {
             task_count: stats::read(&c.task_count) + submitted,
             completed_task_count: stats::read(&c.completed),
             rejected_count: stats::read(&c.rejected),
+            cancelled_count: stats::read(&c.cancelled),
             panicked_count: stats::read(&c.panicked),
             late_count: stats::read(&c.late),
             skipped_runs: stats::read(&c.skipped),

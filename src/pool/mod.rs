@@ -81,6 +81,10 @@ pub(crate) mod control;
 mod entry;
 mod host;
 mod introspect;
+#[cfg(feature = "metrics")]
+mod publish;
+#[cfg(feature = "metrics")]
+pub(crate) use publish::watch;
 mod running;
 mod shared;
 mod shutdown;

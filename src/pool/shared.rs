@@ -17,11 +17,11 @@ use super::{Policy, Stripe, Tally};
 use crate::clock::{AdvanceListener, Clock};
 use crate::config::Config;
 use crate::queue::sharded::ShardedQueue;
-use crate::stats::{Counters, Lateness};
+use crate::stats::{Counters, Histogram};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::sleepers::Sleepers;
 use crate::task::{RunEnv, TaskRef};
-use crate::throttle::Throttle;
+use crate::throttle::Sampled;
 
 /// How many shards the queue gets: one per CPU, rounded up to a power of two (at most
 /// `queue::sharded::MAX_SHARDS`). Models use two, so that every cross-shard path is
@@ -39,6 +39,21 @@ fn shard_count() -> usize {
     num_cpus::get()
 }
 
+/// The fields of a "task started late" warning, kept for the closing line of a burst.
+#[derive(Debug)]
+pub(crate) struct LateStart {
+    pub(crate) id: u64,
+    pub(crate) task_name: Option<Box<str>>,
+    pub(crate) lateness_us: u64,
+}
+
+/// The fields of a "task rejected" warning, kept likewise.
+#[derive(Debug)]
+pub(crate) struct Rejection {
+    pub(crate) reason: crate::ScheduleError,
+    pub(crate) policy: crate::RejectionPolicy,
+}
+
 /// The core behind every handle, future and worker.
 pub(crate) struct Pool {
     pub(crate) queue: Queue,
@@ -53,18 +68,24 @@ pub(crate) struct Pool {
     /// Live `ScheduledThreadPoolExecutor` handles; the last one to drop shuts down.
     handles: AtomicUsize,
     pub(crate) counters: Counters,
-    pub(crate) lateness: Lateness,
+    pub(crate) lateness: Histogram,
     /// Bumped when the core size shrinks: idle workers re-check whether they are surplus.
     /// Relaxed: written before `wake_all` takes the queue's coordinator lock and read by
     /// a waiting worker under that lock, which orders them.
     pub(super) epoch: AtomicU64,
     /// Rate limits of the "task started late" and "task rejected" warnings (`throttle.rs`).
-    pub(super) late_log: Throttle,
+    pub(super) late_log: Sampled<LateStart>,
     /// Tasks asleep in `TaskContext::sleep` (`sleepers.rs`).
     pub(crate) sleepers: Sleepers,
-    pub(super) reject_log: Throttle,
+    pub(super) reject_log: Sampled<Rejection>,
     /// The workers' runs in progress, for the task list (`running.rs`).
     pub(super) running: Running,
+    /// Every run's duration (feature `metrics`; recorded like `lateness`).
+    #[cfg(feature = "metrics")]
+    pub(crate) run_time: Histogram,
+    /// The histogram counts already published (`publish.rs`, MX2).
+    #[cfg(feature = "metrics")]
+    pub(super) published: crate::sync::Mutex<crate::stats::Published>,
 }
 
 impl AdvanceListener for Pool {
@@ -95,11 +116,15 @@ impl Pool {
             control: Control::new(),
             handles: AtomicUsize::new(1),
             counters: Counters::new(),
-            lateness: Lateness::new(),
+            lateness: Histogram::new(),
             epoch: AtomicU64::new(0),
-            late_log: Throttle::default(),
-            reject_log: Throttle::default(),
+            late_log: Sampled::default(),
+            reject_log: Sampled::default(),
             running: Running::default(),
+            #[cfg(feature = "metrics")]
+            run_time: Histogram::new(),
+            #[cfg(feature = "metrics")]
+            published: crate::sync::Mutex::default(),
             sleepers: Sleepers::new(),
             config,
         });
@@ -109,6 +134,7 @@ impl Pool {
         for g in shared.queue.lock_all().shards() {
             g.ext().stripe = Some(Stripe::new(shared.clone())); // until `release_stripes`
         }
+
         shared
     }
 

@@ -41,16 +41,22 @@ impl Pool {
     /// `occurrences` of the pool's lines add up to its counters. At shutdown and at
     /// termination.
     pub(super) fn flush_logs(&self) {
-        let late = self.late_log.flush();
-        if late > 0 {
+        // The fields are the latest suppressed occurrence's (`throttle.rs`, `Sampled`).
+        if let Some((n, last)) = self.late_log.flush() {
+            let id = last.as_ref().map(|l| l.id);
+            let task_name = last.as_ref().and_then(|l| l.task_name.as_deref());
+            let lateness_us = last.as_ref().map(|l| l.lateness_us);
             crate::user::traced(
-                || tracing::warn!(target: "schedpool", pool = self.name(), suppressed = late, occurrences = late, "task started late"),
+                || tracing::warn!(target: "schedpool", pool = self.name(), id, task_name, lateness_us, suppressed = n, occurrences = n, "task started late"),
             );
         }
-        let rejected = self.reject_log.flush();
-        if rejected > 0 {
+        if let Some((n, last)) = self.reject_log.flush() {
+            let reason = last
+                .as_ref()
+                .map(|r| tracing::field::display(r.reason.clone()));
+            let policy = last.as_ref().map(|r| tracing::field::debug(r.policy));
             crate::user::traced(
-                || tracing::warn!(target: "schedpool", pool = self.name(), suppressed = rejected, occurrences = rejected, "task rejected"),
+                || tracing::warn!(target: "schedpool", pool = self.name(), reason, policy, suppressed = n, occurrences = n, "task rejected"),
             );
         }
     }
@@ -60,6 +66,8 @@ impl Pool {
     pub(super) fn log_terminated(&self) {
         self.control.wake_terminated();
         self.flush_logs();
+        #[cfg(feature = "metrics")]
+        self.publish_metrics(); // the final values (`publish.rs`)
         crate::user::traced(
             || tracing::info!(target: "schedpool", pool = self.name(), "executor terminated"),
         );
@@ -89,6 +97,9 @@ impl Pool {
             .into_iter()
             .map(|e| {
                 let won = e.value.header().cancel();
+                if won {
+                    crate::stats::bump(&self.counters.cancelled);
+                }
                 (e, won)
             })
             .collect()

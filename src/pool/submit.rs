@@ -4,9 +4,11 @@
 //! when no worker could be started, and a periodic task's re-queue after a run.
 
 use crate::sync::Ordering;
+use crate::telemetry::TaskTimer;
 
 use super::control::RunState;
 use super::entry::{Entry, Guard};
+use super::shared::Rejection;
 use super::{Pool, Stripe};
 use crate::clock::Ticks;
 use crate::config::RejectionPolicy;
@@ -97,12 +99,11 @@ impl Pool {
         if let Some(next) = then {
             task.catch_up_until(next);
         }
-        self.submit_periodic(
-            now,
-            first,
-            limits.max_runs,
-            PeriodicTask::new(deadline, schedule, limits, name, task).then_at(then),
-        )
+        let timer = TaskTimer::named(self.name(), name.as_deref());
+        let task = PeriodicTask::new(deadline, schedule, limits, name, task)
+            .then_at(then)
+            .timed_by(timer);
+        self.submit_periodic(now, first, limits.max_runs, task)
     }
 
     /// Submits a periodic task built by [`schedule_periodic`](Self::schedule_periodic),
@@ -250,9 +251,13 @@ impl Pool {
     pub(super) fn refuse_if_shutdown(&self) -> Result<(), ScheduleError> {
         if self.is_shutdown() {
             stats::bump(&self.counters.rejected);
-            if let Some(suppressed) = self.reject_log.admit() {
+            let sample = || Rejection {
+                reason: ScheduleError::Shutdown,
+                policy: RejectionPolicy::Abort,
+            };
+            if let Some(suppressed) = self.reject_log.admit(sample) {
                 crate::user::traced(
-                    || tracing::warn!(target: "schedpool", pool = self.name(), reason = %ScheduleError::Shutdown, suppressed, occurrences = suppressed + 1, "task rejected"),
+                    || tracing::warn!(target: "schedpool", pool = self.name(), reason = %ScheduleError::Shutdown, policy = ?RejectionPolicy::Abort, suppressed, occurrences = suppressed + 1, "task rejected"),
                 );
             }
             return Err(ScheduleError::Shutdown);
@@ -268,7 +273,11 @@ impl Pool {
             ScheduleError::QueueFull => self.config.rejection_policy,
             _ => RejectionPolicy::Abort,
         };
-        if let Some(suppressed) = self.reject_log.admit() {
+        let sample = || Rejection {
+            reason: reason.clone(),
+            policy,
+        };
+        if let Some(suppressed) = self.reject_log.admit(sample) {
             // At most one line a second; `suppressed`: the rejections since the last line.
             crate::user::traced(
                 || tracing::warn!(target: "schedpool", pool = self.name(), reason = %reason, policy = ?policy, suppressed, occurrences = suppressed + 1, "task rejected"),
@@ -359,6 +368,7 @@ impl Pool {
         };
         if !allowed {
             return if header.cancel() {
+                stats::bump(&self.counters.cancelled);
                 Requeued::Refused(job)
             } else {
                 Requeued::Dropped(job)

@@ -18,7 +18,7 @@ use std::time::Instant;
 use super::control::RunState;
 use super::entry::Entry;
 use super::running::Slot;
-use super::shared::Pool;
+use super::shared::{LateStart, Pool};
 use super::shutdown::wake_if_drained;
 use super::submit::Requeued;
 use crate::clock::{self, Ticks};
@@ -166,6 +166,16 @@ fn run_task(
         crate::user::traced(move || drop(entered));
         report
     };
+    #[cfg(feature = "metrics")]
+    if report.ran {
+        // The run's duration on the pool's clock (`telemetry.rs`): the striped
+        // histogram the metrics thread publishes, and a named task's own series.
+        let took = shared.clock().now().saturating_sub(now);
+        shared.run_time.record(index, took);
+        if let Some(timer) = job.timer() {
+            timer.record(std::time::Duration::from_nanos(took));
+        }
+    }
     crate::user::traced(move || drop(span));
     probe!(Take);
     if report.ran {
@@ -173,7 +183,12 @@ fn run_task(
         if lateness > shared.config.late_threshold {
             stats::bump(&shared.counters.late);
             // At most one line a second; `suppressed`: the late starts since the last line.
-            if let Some(suppressed) = shared.late_log.admit() {
+            let sample = || LateStart {
+                id: header.id(),
+                task_name: job.name().map(Box::from),
+                lateness_us: lateness.as_micros() as u64,
+            };
+            if let Some(suppressed) = shared.late_log.admit(sample) {
                 crate::user::traced(|| {
                     tracing::warn!(
                         target: "schedpool",

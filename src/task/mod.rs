@@ -88,7 +88,7 @@ pub(crate) use periodic::PeriodicTask;
 pub(crate) use raw::{TaskRef, TypedRef};
 use run::count_run;
 pub(crate) use run::{
-    Declined, Host, Label, OnceBody, PeriodicBody, Plain, RunCx, RunEnv, RunReport, Step,
+    Declined, Host, Label, OnceBody, PeriodicBody, Plain, RunCx, RunEnv, RunReport, Step, TaskName,
 };
 
 /// A task as the queue and the workers see it.
@@ -113,6 +113,12 @@ pub(crate) trait Task: Send + Sync {
 
     /// The task's name, if it was given one (`Periodic::name`, `named`).
     fn name(&self) -> Option<&str> {
+        None
+    }
+
+    /// A named task's run-time series (feature `metrics`, `telemetry.rs`).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))] // read by the worker with the feature
+    fn timer(&self) -> Option<&crate::telemetry::TaskTimer> {
         None
     }
 

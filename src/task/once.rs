@@ -114,6 +114,10 @@ where
         self.name.get()
     }
 
+    fn timer(&self) -> Option<&crate::telemetry::TaskTimer> {
+        self.name.timer()
+    }
+
     fn schedule(&self) -> &Schedule {
         static ONCE: Schedule = Schedule::Once;
         &ONCE

@@ -18,6 +18,7 @@ use crate::queue::LockedCell;
 use crate::schedule::{Limits, OnPanic, RunTimes, Schedule};
 use crate::stats::LastRun;
 use crate::sync::{Arc, Ordering, StatByte, StatCounter};
+use crate::telemetry::TaskTimer;
 use std::ops::ControlFlow;
 
 /// The closure of a periodic task, in the stage while the task is not running (T3).
@@ -78,6 +79,8 @@ pub(crate) struct PeriodicTask<F: PeriodicBody> {
     limits: Limits,
     /// Runs so far and how the last one went, for snapshots.
     ledger: Ledger,
+    /// A named task's run-time series (feature `metrics`).
+    timer: Option<TaskTimer>,
     /// The closure while SCHEDULED (T3), then the outcome.
     done: Completion<Body<F>, F::Output>,
 }
@@ -105,6 +108,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 last: StatByte::new(0),
                 started: StatCounter::new(NO_DEADLINE),
             },
+            timer: None,
             done: Completion::new(Body { f }),
         }
     }
@@ -115,6 +119,12 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         if let Some(next) = next {
             self.rescheduled = LockedCell::new(next); // not shared yet: T4 holds trivially
         }
+        self
+    }
+
+    /// The run-time series its runs go to (a named task, feature `metrics`).
+    pub(crate) fn timed_by(mut self, timer: Option<TaskTimer>) -> Self {
+        self.timer = timer;
         self
     }
 
@@ -331,6 +341,10 @@ impl<F: PeriodicBody> Task for PeriodicTask<F> {
 
     fn name(&self) -> Option<&str> {
         self.name.as_deref()
+    }
+
+    fn timer(&self) -> Option<&TaskTimer> {
+        self.timer.as_ref()
     }
 
     fn record(&self) -> Record {

@@ -7,6 +7,7 @@
 use crate::clock::{Clock, Ticks};
 use crate::stats::Counters;
 use crate::sync::Arc;
+use crate::telemetry::TaskTimer;
 
 use super::{sleepers, Header, Task, TaskRef};
 
@@ -174,6 +175,12 @@ impl<F: FnMut() + Send + 'static> PeriodicBody for Plain<F> {
 /// panic logs and snapshots: `()` for an unnamed one-shot, which so pays nothing for it.
 pub(crate) trait Label: Send + Sync + 'static {
     fn get(&self) -> Option<&str>;
+
+    /// The name's run-time series (feature `metrics`).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))] // read by the worker with the feature
+    fn timer(&self) -> Option<&TaskTimer> {
+        None
+    }
 }
 
 impl Label for () {
@@ -183,10 +190,22 @@ impl Label for () {
     }
 }
 
-impl Label for Arc<str> {
+/// The name every one-shot of one `Named` shares, with its run-time series.
+pub(crate) struct TaskName {
+    pub(crate) name: Box<str>,
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))] // read by the worker with the feature
+    pub(crate) timer: Option<TaskTimer>,
+}
+
+impl Label for Arc<TaskName> {
     #[inline]
     fn get(&self) -> Option<&str> {
-        Some(self)
+        Some(&self.name)
+    }
+
+    #[inline]
+    fn timer(&self) -> Option<&TaskTimer> {
+        self.timer.as_ref()
     }
 }
 
@@ -196,6 +215,7 @@ pub(super) fn count_run(counters: Option<&Counters>, panicked: bool) {
         crate::stats::bump(&c.completed);
         if panicked {
             crate::stats::bump(&c.panicked);
+            crate::stats::bump(&c.run_panicked);
         }
     }
 }
