@@ -57,6 +57,10 @@ table=(
     submit_due:-
     take_run_due:submit_due
     get:take_run
+    schedule_async:-
+    take_run_async:schedule_async
+    schedule_async_yield:-
+    take_run_async_yield:schedule_async_yield
     lock:-
     now:-
 )
