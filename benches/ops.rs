@@ -31,6 +31,8 @@
 //! | `take_run_async` | `take_run` of those: the run's `block_on`, one poll | `schedule_async` |
 //! | `schedule_async_yield` | `schedule_async` of a future pending once (it wakes itself) | — |
 //! | `take_run_async_yield` | `take_run` of those: a pending poll lists the run's waker among the waiting runs (`task/sleepers.rs`), a second poll completes it | `schedule_async_yield` |
+//! | `schedule_async_tokio` | `schedule_async` on a `current_thread` tokio `Runtime` (`Arc<Runtime>`; feature `tokio`) | — |
+//! | `take_run_async_tokio` | `take_run_async` of those: the worker takes the runtime's scheduler for each `block_on` | `schedule_async_tokio` |
 //! | `lock` | `parking_lot::Mutex` lock + unlock (a yardstick) | — |
 //! | `now` | `Instant::now()` (a yardstick) | — |
 //!
@@ -54,7 +56,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, ParkingRuntime, ScheduledFuture, ScheduledThreadPoolExecutor};
+use schedpool::{
+    AsyncRuntime, ManualClock, ParkingRuntime, ScheduledFuture, ScheduledThreadPoolExecutor,
+};
 
 /// The system allocator, counting while `COUNTING` is set.
 struct Counting;
@@ -460,17 +464,18 @@ impl std::future::Future for YieldOnce {
     }
 }
 
-/// `n` async jobs due `SOON` on `ParkingRuntime` (`pending`: each future is pending once),
+/// `n` async jobs due `SOON` on `rt` (`pending`: each future is pending once),
 /// then the signal task of [`manual_with_signal`].
-fn schedule_async_n(
+fn schedule_async_n<R: AsyncRuntime + Clone>(
     pool: &ScheduledThreadPoolExecutor,
+    rt: &R,
     n: usize,
     pending: bool,
     tx: mpsc::Sender<()>,
 ) -> Futures {
     let mut futs = Vec::with_capacity(n);
     for _ in 0..n {
-        let fut = pool.schedule_async(SOON, ParkingRuntime, move || YieldOnce(!pending));
+        let fut = pool.schedule_async(SOON, rt.clone(), move || YieldOnce(!pending));
         futs.push(fut.expect("accepted"));
     }
     pool.schedule(SOON, move || tx.send(()).expect("main waits"))
@@ -478,25 +483,33 @@ fn schedule_async_n(
     futs
 }
 
-fn op_schedule_async(n: usize, pending: bool, name: &str) {
+fn op_schedule_async<R: AsyncRuntime + Clone>(rt: R, n: usize, pending: bool, name: &str) {
     let (pool, clock) = manual_pool();
     let (tx, _rx) = mpsc::channel::<()>();
     let s = Section::begin();
-    let futs = schedule_async_n(&pool, n, pending, tx);
+    let futs = schedule_async_n(&pool, &rt, n, pending, tx);
     s.end(name, n);
     black_box((&futs, &clock));
     exit();
 }
 
-fn op_take_run_async(n: usize, pending: bool, name: &str) {
+fn op_take_run_async<R: AsyncRuntime + Clone>(rt: R, n: usize, pending: bool, name: &str) {
     let (pool, clock) = manual_pool();
     let (tx, rx) = mpsc::channel::<()>();
-    let futs = schedule_async_n(&pool, n, pending, tx);
+    let futs = schedule_async_n(&pool, &rt, n, pending, tx);
     let s = Section::begin();
     run_all(&clock, &rx);
     s.end(name, n);
     black_box(&futs);
     exit();
+}
+
+/// A `current_thread` tokio runtime, shared: no thread of its own, so its cost is the
+/// worker's (feature `tokio`).
+#[cfg(feature = "tokio")]
+fn current_thread() -> std::sync::Arc<tokio::runtime::Runtime> {
+    let rt = tokio::runtime::Builder::new_current_thread().build();
+    std::sync::Arc::new(rt.expect("a runtime"))
 }
 
 /// A `ManualClock` pool whose only worker is held by a blocker task, and the sender that
@@ -646,16 +659,24 @@ const OPS: &[Op] = &[
     ("take_run_due", op_take_run_due),
     ("get", op_get),
     ("schedule_async", |n| {
-        op_schedule_async(n, false, "schedule_async")
+        op_schedule_async(ParkingRuntime, n, false, "schedule_async")
     }),
     ("take_run_async", |n| {
-        op_take_run_async(n, false, "take_run_async")
+        op_take_run_async(ParkingRuntime, n, false, "take_run_async")
     }),
     ("schedule_async_yield", |n| {
-        op_schedule_async(n, true, "schedule_async_yield")
+        op_schedule_async(ParkingRuntime, n, true, "schedule_async_yield")
     }),
     ("take_run_async_yield", |n| {
-        op_take_run_async(n, true, "take_run_async_yield")
+        op_take_run_async(ParkingRuntime, n, true, "take_run_async_yield")
+    }),
+    #[cfg(feature = "tokio")]
+    ("schedule_async_tokio", |n| {
+        op_schedule_async(current_thread(), n, false, "schedule_async_tokio")
+    }),
+    #[cfg(feature = "tokio")]
+    ("take_run_async_tokio", |n| {
+        op_take_run_async(current_thread(), n, false, "take_run_async_tokio")
     }),
     ("lock", op_lock),
     ("now", op_now),

@@ -413,6 +413,24 @@ on_each_runtime!(
     fallible,
 );
 
+/// An async job handed back by `shutdown_now` runs on the caller's thread
+/// (`PendingTask::run`), where `shutdown_now` does not stop it: its future completes.
+#[test]
+fn a_pending_async_job_runs_on_the_callers_thread() {
+    let (_clock, pool) = manual_pool(1);
+    let caller = std::thread::current().id();
+    let job = pool
+        .schedule_async(sec(60), ParkingRuntime, move || async move {
+            YieldOnce(false).await;
+            std::thread::current().id() == caller
+        })
+        .unwrap();
+    let mut pending = pool.shutdown_now();
+    assert_eq!(pending.len(), 1);
+    pending.pop().unwrap().run();
+    assert!(outcome(job).unwrap(), "polled on this thread, to its end");
+}
+
 /// A future that needs a reactor, on `ParkingRuntime`: tokio's own panic, reported by the
 /// job's future, not a hang.
 #[test]
