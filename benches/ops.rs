@@ -27,6 +27,12 @@
 //! | `schedule_spread` | `schedule_manual`, from 64 threads in turn (a share each), so every shard holds entries | — |
 //! | `take_run_spread` | `take_run` of those tasks: every take scans every shard's head (the worst case of the head scan, `queue/sharded/heads.rs`) | `schedule_spread` |
 //! | `get` | `fut.get()` on a finished future (and its drop) | `take_run` |
+//! | `schedule_async` | `schedule_manual` of an async job (`ParkingRuntime`, a future ready at its first poll) | — |
+//! | `take_run_async` | `take_run` of those: the run's `block_on`, one poll | `schedule_async` |
+//! | `schedule_async_yield` | `schedule_async` of a future pending once (it wakes itself) | — |
+//! | `take_run_async_yield` | `take_run` of those: a pending poll lists the run's waker among the waiting runs (`task/sleepers.rs`), a second poll completes it | `schedule_async_yield` |
+//! | `schedule_async_tokio` | `schedule_async` on a `current_thread` tokio `Runtime` (`Arc<Runtime>`; feature `tokio`) | — |
+//! | `take_run_async_tokio` | `take_run_async` of those: the worker takes the runtime's scheduler for each `block_on` | `schedule_async_tokio` |
 //! | `lock` | `parking_lot::Mutex` lock + unlock (a yardstick) | — |
 //! | `now` | `Instant::now()` (a yardstick) | — |
 //!
@@ -50,7 +56,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use schedpool::{ManualClock, ScheduledFuture, ScheduledThreadPoolExecutor};
+use schedpool::{
+    AsyncRuntime, ManualClock, ParkingRuntime, ScheduledFuture, ScheduledThreadPoolExecutor,
+};
 
 /// The system allocator, counting while `COUNTING` is set.
 struct Counting;
@@ -439,6 +447,71 @@ fn op_take_run(n: usize) {
     exit();
 }
 
+/// A future pending at its first poll (which wakes it at once), ready at its second.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+/// `n` async jobs due `SOON` on `rt` (`pending`: each future is pending once),
+/// then the signal task of [`manual_with_signal`].
+fn schedule_async_n<R: AsyncRuntime + Clone>(
+    pool: &ScheduledThreadPoolExecutor,
+    rt: &R,
+    n: usize,
+    pending: bool,
+    tx: mpsc::Sender<()>,
+) -> Futures {
+    let mut futs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let fut = pool.schedule_async(SOON, rt.clone(), move || YieldOnce(!pending));
+        futs.push(fut.expect("accepted"));
+    }
+    pool.schedule(SOON, move || tx.send(()).expect("main waits"))
+        .expect("accepted");
+    futs
+}
+
+fn op_schedule_async<R: AsyncRuntime + Clone>(rt: R, n: usize, pending: bool, name: &str) {
+    let (pool, clock) = manual_pool();
+    let (tx, _rx) = mpsc::channel::<()>();
+    let s = Section::begin();
+    let futs = schedule_async_n(&pool, &rt, n, pending, tx);
+    s.end(name, n);
+    black_box((&futs, &clock));
+    exit();
+}
+
+fn op_take_run_async<R: AsyncRuntime + Clone>(rt: R, n: usize, pending: bool, name: &str) {
+    let (pool, clock) = manual_pool();
+    let (tx, rx) = mpsc::channel::<()>();
+    let futs = schedule_async_n(&pool, &rt, n, pending, tx);
+    let s = Section::begin();
+    run_all(&clock, &rx);
+    s.end(name, n);
+    black_box(&futs);
+    exit();
+}
+
+/// A `current_thread` tokio runtime, shared: no thread of its own, so its cost is the
+/// worker's (feature `tokio`).
+#[cfg(feature = "tokio")]
+fn current_thread() -> std::sync::Arc<tokio::runtime::Runtime> {
+    let rt = tokio::runtime::Builder::new_current_thread().build();
+    std::sync::Arc::new(rt.expect("a runtime"))
+}
+
 /// A `ManualClock` pool whose only worker is held by a blocker task, and the sender that
 /// releases it: what is submitted next stays queued, due, until the release.
 fn manual_held() -> (ScheduledThreadPoolExecutor, mpsc::Sender<()>) {
@@ -585,6 +658,26 @@ const OPS: &[Op] = &[
     ("submit_due", op_submit_due),
     ("take_run_due", op_take_run_due),
     ("get", op_get),
+    ("schedule_async", |n| {
+        op_schedule_async(ParkingRuntime, n, false, "schedule_async")
+    }),
+    ("take_run_async", |n| {
+        op_take_run_async(ParkingRuntime, n, false, "take_run_async")
+    }),
+    ("schedule_async_yield", |n| {
+        op_schedule_async(ParkingRuntime, n, true, "schedule_async_yield")
+    }),
+    ("take_run_async_yield", |n| {
+        op_take_run_async(ParkingRuntime, n, true, "take_run_async_yield")
+    }),
+    #[cfg(feature = "tokio")]
+    ("schedule_async_tokio", |n| {
+        op_schedule_async(current_thread(), n, false, "schedule_async_tokio")
+    }),
+    #[cfg(feature = "tokio")]
+    ("take_run_async_tokio", |n| {
+        op_take_run_async(current_thread(), n, false, "take_run_async_tokio")
+    }),
     ("lock", op_lock),
     ("now", op_now),
     ("bytes", op_bytes),

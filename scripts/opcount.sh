@@ -28,6 +28,8 @@
 #          OPCOUNT_SHARDS (the queue's shard count instead of one per CPU: builds with
 #                        `--cfg schedpool_probe`, recording off, into target/opcount-shards)
 #          OPCOUNT_WORKERS (the pools' worker count, default 1)
+#          OPCOUNT_FEATURES (cargo features for the build, e.g. `tokio` for the
+#                        `*_async_tokio` ops)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -57,9 +59,23 @@ table=(
     submit_due:-
     take_run_due:submit_due
     get:take_run
+    schedule_async:-
+    take_run_async:schedule_async
+    schedule_async_yield:-
+    take_run_async_yield:schedule_async_yield
+    schedule_async_tokio:-
+    take_run_async_tokio:schedule_async_tokio
     lock:-
     now:-
 )
+# The `*_tokio` ops exist only in a build with the `tokio` feature.
+if [[ " ${OPCOUNT_FEATURES:-} " != *tokio* ]]; then
+    kept=()
+    for row in "${table[@]}"; do
+        [[ "${row%%:*}" == *_tokio ]] || kept+=("$row")
+    done
+    table=("${kept[@]}")
+fi
 if [ -n "${OPCOUNT_OPS:-}" ]; then
     selected=()
     for want in $OPCOUNT_OPS; do
@@ -83,7 +99,9 @@ if [ -n "${OPCOUNT_WORKERS:-}" ]; then
 fi
 
 echo "== building benches/ops.rs (release)" >&2
-build_log="$(cargo bench --no-run --bench ops 2>&1)" || { echo "$build_log" >&2; die "build failed"; }
+features=()
+[ -n "${OPCOUNT_FEATURES:-}" ] && features=(--features "$OPCOUNT_FEATURES")
+build_log="$(cargo bench --no-run --bench ops "${features[@]}" 2>&1)" || { echo "$build_log" >&2; die "build failed"; }
 bin="$(sed -n 's/.*Executable benches\/ops\.rs (\(.*\))$/\1/p' <<<"$build_log" | tail -1)"
 [ -n "$bin" ] && [ -x "$bin" ] || { echo "$build_log" >&2; die "could not find the ops binary"; }
 

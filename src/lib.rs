@@ -54,6 +54,14 @@
 //! makes `ManualClock` tests of multi-threaded pools deterministic; [`PoolStats`] reports
 //! late and skipped runs and a lateness summary.
 //!
+//! # Async jobs
+//! [`ScheduledThreadPoolExecutor::schedule_async`] and
+//! [`schedule_periodic_async`](ScheduledThreadPoolExecutor::schedule_periodic_async) take
+//! a closure that makes a future; the job's worker awaits it on an [`AsyncRuntime`]
+//! (tokio's with the feature `tokio`) with a closure's semantics, and an
+//! [`interrupt`](ScheduledFuture::interrupt) or `shutdown_now` drops it at its await
+//! point. The [`ScheduledFuture`] is itself a `Future`, for async callers.
+//!
 //! # Across replicas
 //! [`Periodic::exclusive`] makes a periodic job run on one node at a time, cluster-wide:
 //! each run takes a time-bounded lock ([`cluster`]) in a store the nodes share, and a node
@@ -98,6 +106,10 @@
 //!   code of yours: every series labelled with the pool's name, published every
 //!   [`Builder::metrics_interval`] by one thread of the process. The runs pay nothing
 //!   for it but a clock reading each (their duration). The series: [`metrics`].
+//! - `tokio`: [`AsyncRuntime`] for tokio's `Handle` and `Runtime`, so that async jobs
+//!   ([`ScheduledThreadPoolExecutor::schedule_async`] and its periodic forms) await on a
+//!   tokio runtime (its timers and IO). The async jobs themselves and [`ParkingRuntime`]
+//!   need no feature.
 
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -134,6 +146,7 @@ mod priority_queue;
 #[doc(hidden)]
 pub mod probe;
 mod queue;
+mod runtime;
 mod schedule;
 mod stats;
 mod sync;
@@ -157,6 +170,7 @@ pub use executor::{ScheduledThreadPoolExecutor, Terminated, WeakExecutor};
 pub use future::{CancelHandle, PendingTask, ScheduledFuture};
 pub use priority_queue::{PriorityBlockingQueue, PriorityKey};
 pub use queue::SpinPolicy;
+pub use runtime::{AsyncRuntime, ParkingRuntime};
 pub use schedule::{Backoff, MissedTicks, Next, OnPanic, Periodic, Trigger, TriggerContext};
 pub use stats::{LastRun, PoolStats, TaskInfo, TaskKind};
 

@@ -10,7 +10,9 @@
 //! queue numbering: `unique_id` here, `local_number` in `queue/sharded.rs`) and in the
 //! log rate limits (`throttle.rs`); the `parking_lot` mutex that only makes a panic
 //! payload `Sync` (`error.rs`); `std`'s `Arc` and `mpsc` in `cluster/`, whose stores are
-//! tested against real servers and modelled in `cluster/loom.rs` through `LocalLock`.
+//! tested against real servers and modelled in `cluster/loom.rs` through `LocalLock`;
+//! `std`'s thread park in `runtime.rs`'s `ParkingRuntime`, a user's runtime that polls a
+//! job's future, not a protocol of the crate.
 //!
 //! The API is parking_lot's shape: `lock()` returns a guard, `Condvar::wait` takes
 //! `&mut guard`. `wait_until` returns `true` when it timed out. loom has no clock: its timed

@@ -10,9 +10,10 @@ use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use schedpool::{
-    Builder, CancelHandle, DelayKey, DelayQueue, ManualClock, MissedTicks, OnPanic, PendingTask,
-    Periodic, PoolStats, PriorityBlockingQueue, PriorityKey, RejectionPolicy, ScheduleError,
-    ScheduledFuture, ScheduledThreadPoolExecutor, SpinPolicy, TaskError, TriggerContext,
+    AsyncRuntime, Builder, CancelHandle, DelayKey, DelayQueue, ManualClock, MissedTicks, OnPanic,
+    ParkingRuntime, PendingTask, Periodic, PoolStats, PriorityBlockingQueue, PriorityKey,
+    RejectionPolicy, ScheduleError, ScheduledFuture, ScheduledThreadPoolExecutor, SpinPolicy,
+    TaskError, TriggerContext,
 };
 
 mod common;
@@ -219,6 +220,25 @@ fn schedule_error_is_error_clone_eq() {
             assert_eq!(a == b, i == j);
         }
     }
+}
+
+#[test]
+fn parking_runtime_is_copy_eq_debug_default_and_a_shareable_runtime() {
+    fn copy_eq<T: Copy + Clone + Debug + PartialEq + Eq + Send + Sync + Default>() {}
+    fn runtime<R: AsyncRuntime>() {}
+    copy_eq::<ParkingRuntime>();
+    runtime::<ParkingRuntime>();
+    runtime::<std::sync::Arc<dyn AsyncRuntime>>(); // object-safe: one runtime for many jobs
+    runtime::<Box<ParkingRuntime>>();
+    runtime::<&'static ParkingRuntime>();
+    assert_eq!(format!("{:?}", ParkingRuntime), "ParkingRuntime");
+    let shared: std::sync::Arc<dyn AsyncRuntime> = std::sync::Arc::new(ParkingRuntime);
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let job = pool
+        .schedule_async(Duration::ZERO, shared, || async { 3 })
+        .unwrap();
+    assert_eq!(outcome(job).unwrap(), 3);
+    close(&pool);
 }
 
 #[test]

@@ -34,7 +34,7 @@ use crate::future::CancelHandle;
 use crate::schedule::{Next, OnError};
 
 use crate::sync::park_until;
-use crate::task::{state::State, Declined, Host, OnceBody, PeriodicBody, RunCx, Step};
+use crate::task::{state::State, Declined, Host, OnceBody, PeriodicBody, Ran, RunCx, Step};
 
 /// What a running task knows about itself: handed to the closures of
 /// [`schedule_with_context`](crate::ScheduledThreadPoolExecutor::schedule_with_context) and
@@ -62,6 +62,13 @@ use crate::task::{state::State, Declined, Host, OnceBody, PeriodicBody, RunCx, S
 /// ```
 pub struct TaskContext<'a> {
     cx: &'a RunCx<'a>,
+}
+
+impl<'a> TaskContext<'a> {
+    /// The view of `cx` (an adaptor's, for the call it makes).
+    pub(super) fn of(cx: &'a RunCx<'a>) -> Self {
+        TaskContext { cx }
+    }
 }
 
 impl TaskContext<'_> {
@@ -208,8 +215,8 @@ where
     G: FnOnce(&TaskContext<'_>) -> T + Send + 'static,
 {
     #[inline]
-    fn call(self, cx: &RunCx<'_>) -> T {
-        (self.0)(&TaskContext { cx })
+    fn call(self, cx: &RunCx<'_>) -> Ran<T> {
+        Ran::Output((self.0)(&TaskContext { cx }))
     }
 }
 
@@ -264,15 +271,37 @@ impl<G, E> Fallible<G, E> {
     }
 }
 
-impl<G, E> PeriodicBody for Fallible<G, E>
+/// What a fallible periodic body calls for one run: a closure returning
+/// `Result<Next, E>`, or an async body (`async_run.rs`) whose future returns one and which
+/// may be stopped before it does.
+pub(crate) trait Attempt<E>: Send + 'static {
+    /// The run's verdict; `None` if the run was stopped before it had one (an async body
+    /// dropped at an interrupt or `shutdown_now`).
+    fn attempt(&mut self, cx: &RunCx<'_>) -> Option<Result<Next, E>>;
+}
+
+impl<G, E> Attempt<E> for G
 where
     G: FnMut(&TaskContext<'_>) -> Result<Next, E> + Send + 'static,
+{
+    #[inline]
+    fn attempt(&mut self, cx: &RunCx<'_>) -> Option<Result<Next, E>> {
+        Some(self(&TaskContext { cx }))
+    }
+}
+
+impl<G, E> PeriodicBody for Fallible<G, E>
+where
+    G: Attempt<E>,
     E: fmt::Display + Send + 'static,
 {
     type Output = Result<(), E>;
 
     fn call(&mut self, cx: &RunCx<'_>) -> Step {
-        let error = match (self.f)(&TaskContext { cx }) {
+        let Some(verdict) = self.f.attempt(cx) else {
+            return Step::Stopped;
+        };
+        let error = match verdict {
             Ok(next) => {
                 self.failures = 0;
                 return step_of(next, cx);
@@ -322,7 +351,7 @@ where
 }
 
 /// A context closure's answer as the task layer's step.
-fn step_of(next: Next, cx: &RunCx<'_>) -> Step {
+pub(super) fn step_of(next: Next, cx: &RunCx<'_>) -> Step {
     let clock = cx.env.clock;
     match next {
         Next::Continue => Step::Continue,

@@ -28,7 +28,7 @@ use crate::error::run_caught;
 use crate::schedule::Schedule;
 use crate::stats::{self, Counters};
 use crate::sync::{Arc, Condvar, Mutex, Weak};
-use crate::task::{drop_quietly, OnceBody, RunCx};
+use crate::task::{drop_quietly, OnceBody, Ran, RunCx};
 
 /// Where a locked run counts and traces: the pool's name, its counters, its clock.
 pub(crate) struct Ledger<'a> {
@@ -253,8 +253,8 @@ impl<F, T> OnceBody<Result<Option<T>, LockError>> for LockedOnce<F>
 where
     F: FnOnce(&Lease) -> T + Send + 'static,
 {
-    fn call(self, cx: &RunCx<'_>) -> Result<Option<T>, LockError> {
-        run_locked(&self.spec, &Ledger::of(cx), None, self.f)
+    fn call(self, cx: &RunCx<'_>) -> Ran<Result<Option<T>, LockError>> {
+        Ran::Output(run_locked(&self.spec, &Ledger::of(cx), None, self.f))
     }
 }
 

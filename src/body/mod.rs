@@ -9,6 +9,9 @@
 //!   adaptors that give it to a closure (`WithContext`), turn a fallible body's errors
 //!   into a policy (`Fallible`), and add a periodic spec's span link and cluster lock
 //!   around each run (`Guarded`).
+//! - `async_run.rs`: async bodies (`Async`): a closure that makes a future per run,
+//!   awaited on the job's worker through an [`AsyncRuntime`](crate::AsyncRuntime), and
+//!   dropped at an interrupt or `shutdown_now`.
 //! - `exclusive.rs`: the locked run (`run_locked`, the one place where a run takes its
 //!   cluster lock, runs, keeps its lease alive and gives it back), the exclusive
 //!   one-shot (`LockedOnce`) and the catch-up question (`owes_catch_up`). The lease
@@ -17,10 +20,12 @@
 //! Dependencies point down: `body/` uses `task/`'s traits and `cluster/`'s lease types;
 //! neither of them uses `body/`.
 
+mod async_run;
 mod context;
 mod exclusive;
 mod span;
 
+pub(crate) use async_run::Async;
 pub use context::TaskContext;
 pub(crate) use context::{Fallible, Guarded, WithContext};
 pub(crate) use exclusive::{owes_catch_up, run_locked, Ledger, LockedOnce};

@@ -2,7 +2,7 @@
 //! a one-shot, [`link_to`] for `Guarded` (`context.rs`), and [`submitter_span`], which
 //! decides at submission whether a link is recorded at all.
 
-use crate::task::{OnceBody, RunCx};
+use crate::task::{OnceBody, Ran, RunCx};
 
 /// A one-shot's closure submitted inside a span: the task's `task` span is linked to
 /// that span (`follows_from`) when it runs (a periodic task's link is in `Guarded`,
@@ -34,7 +34,7 @@ pub(crate) fn link_to(parent: &tracing::Span) {
 
 impl<B: OnceBody<T>, T> OnceBody<T> for Linked<B> {
     #[inline]
-    fn call(self, cx: &RunCx<'_>) -> T {
+    fn call(self, cx: &RunCx<'_>) -> Ran<T> {
         link_to(&self.parent);
         self.body.call(cx)
     }

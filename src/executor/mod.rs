@@ -23,6 +23,7 @@ use crate::stats::TaskInfo;
 use crate::sync::Arc;
 use crate::task::{Label, OnceBody, PeriodicBody, Plain};
 
+mod async_jobs;
 mod cluster;
 mod lifecycle;
 mod named;

@@ -1,7 +1,7 @@
 //! What a task's handles and its run ask of the pool (`task::Host`): its deadline, a
 //! reschedule and a cancel, each under the task's home shard's lock (T4 in
 //! `task/mod.rs`), and a run on the caller's thread; a cancel wakes a run asleep in
-//! `TaskContext::sleep` (S1 in `task/sleepers.rs`).
+//! `TaskContext::sleep` or awaiting in an async body (S1 in `task/sleepers.rs`).
 
 use crate::sync::Ordering;
 
@@ -93,7 +93,7 @@ impl Pool {
         }
         job.finish_cancelled();
         if !was_queued {
-            self.sleepers.wake(); // S1: the task may be running, asleep in `sleep`
+            self.sleepers.wake(); // S1: the task may be running, asleep or awaiting
         }
         true
     }

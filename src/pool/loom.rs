@@ -1,9 +1,10 @@
 //! loom models of the pool's control protocol (`pool/`): the worker count against
 //! submissions (E1), the run state against submissions (E2), termination against the
 //! shutdown caller's completion of removed tasks (E5) and the `terminated()` future
-//! against the latch, a run asleep in `TaskContext::sleep` against its cancel (S1), and a
-//! future's deadline against its node leaving the queue (T4). Each names its invariant; the
-//! deliberate break that makes it fail is listed in `docs/RELIABILITY.md`.
+//! against the latch, a run asleep in `TaskContext::sleep` against its cancel (S1), an
+//! async run's waker against an interrupt after a wake-up that changed nothing (S1, S2),
+//! and a future's deadline against its node leaving the queue (T4). Each names its
+//! invariant; the deliberate break that makes it fail is listed in `docs/RELIABILITY.md`.
 
 use std::time::Duration;
 
@@ -177,6 +178,54 @@ fn loom_sleeper_vs_cancel() {
         cancelled.store(true, Ordering::Relaxed);
         sleepers.wake();
         sleeper.join().unwrap();
+    });
+}
+
+/// S1 and S2 (`task/sleepers.rs`) for an async run (`body/async_run.rs`): each turn of
+/// the run's loop is a poll whose future is pending, which lists the run with its waker
+/// (the first) or puts the waker back (the later ones), and then checks for a stop. A
+/// wake-up that changes nothing the run checks (a plain cancel of a periodic task) takes
+/// the waker out first; the stop after it (an interrupt, `shutdown_now`) must still wake
+/// the run, whether its take comes before the next poll's put or after. A lost wake-up
+/// deadlocks: loom's park has no timeout. Break: `Sleepers::pending` checks before it
+/// puts the waker back (the stop's take finds the slot empty, and the check came too
+/// early to see the stop).
+#[test]
+fn loom_awaiting_run_vs_interrupt() {
+    use crate::sync::{AtomicBool, Ordering};
+    use crate::task::sleepers::Sleepers;
+    use std::task::{Wake, Waker};
+
+    /// The runtime's waker: unparks the thread that polls.
+    struct Unpark(thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    loom::model(|| {
+        let sleepers = Arc::new(Sleepers::new());
+        let stopped = Arc::new(AtomicBool::new(false));
+        let run = {
+            let (sleepers, stopped) = (sleepers.clone(), stopped.clone());
+            thread::spawn(move || {
+                let waker = Waker::from(Arc::new(Unpark(thread::current())));
+                let mut listed = None;
+                // Relaxed: what a real run reads is ordered by S1's fences and S2's mutex.
+                while !sleepers.pending(&mut listed, &waker, || stopped.load(Ordering::Relaxed)) {
+                    thread::park();
+                }
+            })
+        };
+        let spurious = {
+            let sleepers = sleepers.clone();
+            thread::spawn(move || sleepers.wake())
+        };
+        stopped.store(true, Ordering::Relaxed);
+        sleepers.wake();
+        spurious.join().unwrap();
+        run.join().unwrap();
     });
 }
 

@@ -75,7 +75,7 @@ pub(crate) struct Pool {
     pub(super) epoch: AtomicU64,
     /// Rate limits of the "task started late" and "task rejected" warnings (`throttle.rs`).
     pub(super) late_log: Sampled<LateStart>,
-    /// Tasks asleep in `TaskContext::sleep` (`sleepers.rs`).
+    /// Runs asleep in `TaskContext::sleep` or awaiting in an async body (`sleepers.rs`).
     pub(crate) sleepers: Sleepers,
     pub(super) reject_log: Sampled<Rejection>,
     /// The workers' runs in progress, for the task list (`running.rs`).
@@ -91,7 +91,7 @@ pub(crate) struct Pool {
 impl AdvanceListener for Pool {
     fn on_advance(&self) {
         self.queue.on_advance();
-        self.sleepers.wake(); // S1: tasks asleep on virtual time re-read it
+        self.sleepers.wake_threads(); // S1: tasks asleep on virtual time re-read it
     }
 }
 

@@ -108,7 +108,7 @@ impl Pool {
     /// Stops the pool and hands back the queued tasks not yet cancelled, in deadline order.
     pub(crate) fn shutdown_now(&self) -> Vec<TaskRef> {
         let before = self.control.shut_down(RunState::Stop); // E2: before the pass
-        self.sleepers.wake(); // S1: running tasks asleep in `TaskContext::sleep` stop
+        self.sleepers.wake(); // S1: running tasks asleep in `TaskContext::sleep` or awaiting stop
         let entries = self
             .queue
             .lock_all()

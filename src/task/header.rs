@@ -214,6 +214,13 @@ impl Header {
     pub(crate) fn interrupt(&self) -> bool {
         self.state.interrupt()
     }
+
+    /// `true` if an [`interrupt`](Self::interrupt) cancelled the task (not a plain
+    /// cancel, which also stops a running periodic task: `state.rs`, `INTERRUPTED`).
+    #[inline]
+    pub(crate) fn is_interrupted(&self) -> bool {
+        self.state.is_interrupted()
+    }
 }
 
 impl fmt::Debug for Header {

@@ -88,7 +88,8 @@ pub(crate) use periodic::PeriodicTask;
 pub(crate) use raw::{TaskRef, TypedRef};
 use run::count_run;
 pub(crate) use run::{
-    Declined, Host, Label, OnceBody, PeriodicBody, Plain, RunCx, RunEnv, RunReport, Step, TaskName,
+    Declined, Host, Label, OnceBody, PeriodicBody, Plain, Ran, RunCx, RunEnv, RunReport, Step,
+    TaskName,
 };
 
 /// A task as the queue and the workers see it.

@@ -3,15 +3,17 @@
 //! SCHEDULED -> RUNNING -> DONE or PANICKED, or SCHEDULED -> CANCELLED. A started one-shot
 //! cannot be cancelled by `cancel`, but an interrupt cancels it while it runs (RUNNING ->
 //! CANCELLED, `state.rs`): its future says `Cancelled` at once, and the run's output is
-//! dropped when it ends (`run` below). T1–T3 are stated in `task/mod.rs`.
+//! dropped when it ends (`run` below). A run stopped without an output (an async body
+//! dropped at an interrupt or at `shutdown_now`, [`Ran::Stopped`]) ends the task
+//! CANCELLED if the interrupt has not already. T1–T3 are stated in `task/mod.rs`.
 
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use super::raw::{OnceCore, Started};
 use super::{
-    count_run, drop_quietly, waiting, Header, Label, OnceBody, Outcome, RunCx, RunEnv, RunReport,
-    Task, TypedTask,
+    count_run, drop_quietly, waiting, Header, Label, OnceBody, Outcome, Ran, RunCx, RunEnv,
+    RunReport, Task, TypedTask,
 };
 use crate::clock::Ticks;
 use crate::error::{run_caught, TaskError};
@@ -78,14 +80,20 @@ where
         let outcome = run_caught(|| f.call(&cx));
         count_run(env.counters, outcome.is_err());
         let (stored, panic) = match outcome {
-            Ok(value) => (Ok(value), None),
-            Err((payload, msg)) => (Err(payload), Some(msg)),
+            Ok(Ran::Output(value)) => (Ok(value), None),
+            Ok(Ran::Stopped) => (Err(None), None),
+            Err((payload, msg)) => (Err(Some(payload)), Some(msg)),
         };
         // T2: the exchange fails only if an interrupt cancelled the run meanwhile; the
         // interrupter completed the future, and the outcome is dropped here.
-        match self.core.finish(run, stored) {
-            Ok(()) => self.wake_waiters(),
-            Err(lost) => drop_quietly(lost),
+        let won = match stored {
+            Ok(value) => self.core.finish(run, Ok(value)).map_err(drop_quietly),
+            Err(Some(payload)) => self.core.finish(run, Err(payload)).map_err(drop_quietly),
+            // Stopped (`shutdown_now` or an interrupt): no outcome; CANCELLED.
+            Err(None) => self.core.finish_stopped(run),
+        };
+        if won.is_ok() {
+            self.wake_waiters();
         }
         RunReport {
             ran: true,
@@ -211,7 +219,7 @@ where
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::task::state::State;
+    use crate::task::state::{State, CLOSURE, OUTPUT};
     use crate::task::testing::{clock, env, DropCount};
     use crate::task::Plain;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -325,14 +333,16 @@ mod tests {
         let out = DropCount(drops.clone());
         let t = OnceTask::new(0, Plain(move || out));
         let (f, run) = t.core.start().expect("scheduled");
-        let value = f.call(&RunCx {
+        let Ran::Output(value) = f.call(&RunCx {
             env: &env(&clock(), 0),
             header: t.header(),
             deadline: 0,
             runs: 1,
             task_name: None,
             lease: None,
-        });
+        }) else {
+            unreachable!("a plain closure has an output")
+        };
         assert!(t.header().interrupt());
         let lost = t
             .core
@@ -341,6 +351,49 @@ mod tests {
         drop(lost);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
         assert!(matches!(t.wait_take(), Err(e) if e.is_cancelled()));
+    }
+
+    /// A body stopped without an output (an async body dropped at `shutdown_now`).
+    struct Stops;
+
+    impl OnceBody<u8> for Stops {
+        fn call(self, _: &RunCx<'_>) -> Ran<u8> {
+            Ran::Stopped
+        }
+    }
+
+    #[test]
+    fn a_stopped_run_ends_the_task_cancelled_with_an_empty_slot() {
+        let t = OnceTask::new(0, Stops);
+        let report = t.run(&env(&clock(), 0));
+        assert!(report.ran && report.panic.is_none());
+        assert_eq!(t.header().state(), State::Cancelled);
+        assert!(
+            !t.header().is_interrupted(),
+            "ended by its run, not an interrupt"
+        );
+        assert_eq!(
+            t.header().edges().word() & (CLOSURE | OUTPUT),
+            0,
+            "R4: empty"
+        );
+        assert!(t.wait_take().unwrap_err().is_cancelled());
+        // An interrupt that came first: the run's finish loses, the interrupter completed it.
+        let t = OnceTask::new(0, Stops);
+        let (f, run) = t.core.start().expect("scheduled");
+        assert!(t.header().interrupt());
+        let c = clock();
+        let cx = RunCx {
+            env: &env(&c, 0),
+            header: t.header(),
+            deadline: 0,
+            runs: 1,
+            task_name: None,
+            lease: None,
+        };
+        assert!(matches!(f.call(&cx), Ran::Stopped));
+        assert!(t.core.finish_stopped(run).is_err(), "the interrupt won");
+        assert!(t.header().is_interrupted());
     }
 
     #[test]

@@ -58,7 +58,7 @@ enum AfterRun {
     /// that cancels after), or the rule itself panicked.
     Panicked(PanicPayload),
     /// RUNNING -> CANCELLED: a run on the caller's thread that cancels the task after it
-    /// (`then_cancel`).
+    /// (`then_cancel`), or a run stopped before it ended ([`Step::Stopped`]).
     Cancelled,
     /// RUNNING -> SCHEDULED at this deadline, unless a cancel came during the run.
     Requeue(Ticks),
@@ -289,7 +289,9 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 (Step::Continue, true) // OnPanic::Continue: counted and traced by the worker
             }
         };
-        if then_cancel {
+        if then_cancel || step == Step::Stopped {
+            // A stopped run (an async body dropped at `shutdown_now` or an interrupt)
+            // ends the task as the stop asked, whatever `max_runs` or the rule says.
             return ControlFlow::Break(AfterRun::Cancelled);
         }
         if self.limits.max_runs.is_some_and(|max| runs >= max) || step == Step::Stop {

@@ -63,7 +63,8 @@ pub(crate) trait Host: Send + Sync {
     fn name(&self) -> &str;
     /// `shutdown_now` has begun: a run on a worker is asked to stop.
     fn is_stopping(&self) -> bool;
-    /// The runs asleep in `TaskContext::sleep` (S1, `sleepers.rs`).
+    /// The runs asleep in `TaskContext::sleep` or awaiting in an async body (S1,
+    /// `sleepers.rs`).
     fn sleepers(&self) -> &sleepers::Sleepers;
     /// A handle that cancels, interrupts or reschedules `job` through this pool.
     fn cancel_handle(&self, job: &TaskRef) -> crate::CancelHandle;
@@ -96,10 +97,22 @@ pub(crate) struct RunCx<'a> {
     pub(crate) lease: Option<&'a crate::cluster::Lease>,
 }
 
-/// A one-shot's closure as its task calls it: a plain closure ([`Plain`]), or one that
-/// takes a task context (`body/context.rs`).
+/// A one-shot's closure as its task calls it: a plain closure ([`Plain`]), one that
+/// takes a task context (`body/context.rs`), or one that makes a future
+/// (`body/async_run.rs`).
 pub(crate) trait OnceBody<T>: Send + 'static {
-    fn call(self, cx: &RunCx<'_>) -> T;
+    fn call(self, cx: &RunCx<'_>) -> Ran<T>;
+}
+
+/// How a one-shot's body ended, short of a panic.
+#[derive(Debug)]
+pub(crate) enum Ran<T> {
+    /// It returned its output.
+    Output(T),
+    /// It was stopped before it had one: an async body whose future was dropped at an
+    /// interrupt or at `shutdown_now` (`body/async_run.rs`). The task ends CANCELLED
+    /// (`finish(Cancelled)`, if the interrupt has not ended it already).
+    Stopped,
 }
 
 /// A periodic task's closure as its task calls it; it says what comes next.
@@ -138,6 +151,10 @@ pub(crate) enum Step {
     /// or unreachable, `body/exclusive.rs`): not counted as a run (`runs`, `max_runs`, the
     /// completed count); the schedule goes on as after a `max_lateness` skip.
     Skip(Declined),
+    /// The run was stopped before it ended: an async body whose future was dropped at an
+    /// interrupt or at `shutdown_now` (`body/async_run.rs`). Counted as a run; the task
+    /// ends CANCELLED, whatever `max_runs` or the rule would say.
+    Stopped,
 }
 
 /// Why a closure declined a run ([`Step::Skip`]), as `TaskInfo::last_run` reports it.
@@ -154,8 +171,8 @@ pub(crate) struct Plain<F>(pub(crate) F);
 
 impl<F: FnOnce() -> T + Send + 'static, T> OnceBody<T> for Plain<F> {
     #[inline]
-    fn call(self, _: &RunCx<'_>) -> T {
-        (self.0)()
+    fn call(self, _: &RunCx<'_>) -> Ran<T> {
+        Ran::Output((self.0)())
     }
 }
 

@@ -1,16 +1,27 @@
-//! Tasks asleep in [`TaskContext::sleep`](crate::TaskContext::sleep): the threads that
-//! a cancel or interrupt, `shutdown_now` and a `ManualClock` advance unpark, so that each
-//! re-checks whether its sleep is over.
+//! Runs that wait inside themselves: a thread asleep in
+//! [`TaskContext::sleep`](crate::TaskContext::sleep), which a cancel or interrupt,
+//! `shutdown_now` and a `ManualClock` advance unpark, and an async run's future awaiting
+//! something (`body/async_run.rs`), whose waker a cancel or interrupt and `shutdown_now`
+//! wake, so that each re-checks whether it must stop.
 //!
 //! # Design
-//! A sleeping task is rare and a cancel is not. A cancel that takes its task out of the
+//! A waiting run is rare and a cancel is not. A cancel that takes its task out of the
 //! queue (the common case: a pending timeout) wakes nobody, since a queued task is not
-//! running and so not asleep; any other cancel or interrupt (a running task, or any with
+//! running and so not waiting; any other cancel or interrupt (a running task, or any with
 //! `remove_on_cancel` off) costs one `SeqCst` fence and a load of a line that only
 //! sleepers write. `scripts/opcount.sh`: `cancel` and `cancel_shuffled` are 3
 //! instructions above the code without the list, with the same atomics and misses. The
-//! unparks happen only while someone sleeps. A sleeper parks its own thread (`park_until`) and re-checks its task's
-//! state, the pool's run state and the time after every return, spurious or not.
+//! wake-ups happen only while someone waits. A sleeper parks its own thread
+//! (`park_until`) and re-checks its task's state, the pool's run state and the time after
+//! every return, spurious or not.
+//!
+//! An async run cannot be unparked: the runtime that polls its future parks the thread
+//! its own way (tokio's `block_on` on a condition variable of its own). So it lists a
+//! [`WakerSlot`] instead, which holds the waker of its latest poll; a wake-up takes the
+//! waker out and wakes it, and the run's next poll checks whether it must stop and puts
+//! its waker back. The waker is the runtime's code: it is cloned, woken and dropped with
+//! no lock of ours held (U1, through `user.rs`), so the list's critical section only
+//! clones the slots' `Arc`s, and each slot's own mutex only moves a waker in or out.
 //!
 //! # Invariants
 //! - S1 (no lost wake-up): a sleeper joins the list and counts itself in `count`, issues
@@ -19,56 +30,141 @@
 //!   then reads `count`. (A cancel that removed its task from the queue skips this: the
 //!   task was not running, so no sleeper waits on it.) Of the two fences one comes first in their total order: either
 //!   the waker's read sees the sleeper and unparks it (an unpark before the park makes the
-//!   park return at once), or the sleeper's check sees the change.
+//!   park return at once), or the sleeper's check sees the change. An async run joins
+//!   with its waker already in its slot, so a wake-up that sees it finds a waker to wake.
+//! - S2 (an async run's later polls): each poll that returns pending puts its waker back
+//!   into its slot, under the slot's mutex, before that poll ends; a wake-up takes the
+//!   waker out under the same mutex. So a wake-up whose take comes before the put finds
+//!   the previous poll's waker (the same task: it is polled again) or, if an earlier
+//!   wake-up took that, a poll already owed; and a change made before a take that found
+//!   the slot empty is seen by the check of the poll that then puts its waker back (the
+//!   mutex orders the change before it).
 //!
 //! # Ordering
 //! `count` is `Relaxed` on both sides: the fences order it (S1). The list is under its
-//! mutex.
+//! mutex, each slot's waker under the slot's (S2).
 
-use crate::sync::{fence, thread, AtomicUsize, Mutex, Ordering};
+use std::task::Waker;
 
-/// The pool's sleeping tasks (module notes).
+use crate::sync::{fence, thread, Arc, AtomicUsize, Mutex, Ordering};
+use crate::user;
+
+/// The pool's waiting runs (module notes).
 #[derive(Debug)]
 pub(crate) struct Sleepers {
-    /// Threads in the list (S1).
+    /// Threads and slots in the list (S1).
     count: AtomicUsize,
-    threads: Mutex<Vec<thread::Thread>>,
+    listed: Mutex<Listed>,
+}
+
+/// Who waits: threads in `TaskContext::sleep`, and async runs' slots.
+#[derive(Debug, Default)]
+struct Listed {
+    threads: Vec<thread::Thread>,
+    futures: Vec<Arc<WakerSlot>>,
 }
 
 impl Sleepers {
     pub(crate) fn new() -> Self {
         Sleepers {
             count: AtomicUsize::new(0),
-            threads: Mutex::new(Vec::new()),
+            listed: Mutex::new(Listed::default()),
         }
     }
 
     /// Lists the calling thread until the returned guard drops. The caller checks its
     /// condition after this returns, and before every park (S1).
     pub(crate) fn join(&self) -> Asleep<'_> {
-        self.threads.lock().push(thread::current());
-        // Relaxed: the fence orders it (S1).
-        self.count.fetch_add(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst); // S1: before the sleeper's check
+        self.listed.lock().threads.push(thread::current());
+        self.counted();
         Asleep { sleepers: self }
     }
 
-    /// Unparks every listed thread, if there is one. Call after the change a sleeper must
-    /// see (S1).
+    /// Lists an async run with `waker`, its latest poll's, until the returned guard drops.
+    /// The caller checks its condition after this returns (S1), and each later poll that
+    /// returns pending hands its waker to [`Awaiting::set`] (S2): [`pending`](Self::pending).
+    fn join_waker(&self, waker: &Waker) -> Awaiting<'_> {
+        let slot = Arc::new(WakerSlot {
+            // U1: the runtime's clone, with no lock held.
+            waker: Mutex::new(Some(user::call(|| waker.clone()))),
+        });
+        self.listed.lock().futures.push(slot.clone());
+        self.counted();
+        Awaiting {
+            sleepers: self,
+            slot,
+        }
+    }
+
+    /// An async run whose future just returned pending: lists it with `waker` the first
+    /// time (S1), puts `waker` back into its slot on later polls (S2), and only then asks
+    /// `stop`. `true`: the run must stop (its caller drops the future); `false`: a
+    /// wake-up after any change `stop` reads will poll it again.
+    pub(crate) fn pending<'a>(
+        &'a self,
+        listed: &mut Option<Awaiting<'a>>,
+        waker: &Waker,
+        stop: impl FnOnce() -> bool,
+    ) -> bool {
+        match listed {
+            None => *listed = Some(self.join_waker(waker)), // S1
+            Some(awaiting) => awaiting.set(waker),          // S2
+        }
+        stop()
+    }
+
+    /// One more listed, then the fence (S1).
+    fn counted(&self) {
+        // Relaxed: the fence orders it (S1).
+        self.count.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst); // S1: before the sleeper's check
+    }
+
+    /// One fewer listed (the guards' drops).
+    fn uncounted(&self) {
+        // Relaxed: the fences order it (S1); a stale non-zero only costs a wake-up.
+        self.count.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Wakes every listed thread and async run, if there is one. Call after the change a
+    /// sleeper must see (S1).
     #[inline]
     pub(crate) fn wake(&self) {
+        self.wake_if_listed(true);
+    }
+
+    /// As [`wake`](Self::wake), but only the threads: a `ManualClock` advance, which
+    /// threads asleep on virtual time must see and async runs do not look at.
+    #[inline]
+    pub(crate) fn wake_threads(&self) {
+        self.wake_if_listed(false);
+    }
+
+    #[inline]
+    fn wake_if_listed(&self, futures: bool) {
         // S1: after the waker's change.
         fence(Ordering::SeqCst);
         // Relaxed: the fence orders it (S1).
         if self.count.load(Ordering::Relaxed) > 0 {
-            self.wake_listed();
+            self.wake_listed(futures);
         }
     }
 
     #[cold]
-    fn wake_listed(&self) {
-        for t in self.threads.lock().iter() {
-            t.unpark();
+    fn wake_listed(&self, futures: bool) {
+        let slots = {
+            let listed = self.listed.lock();
+            for t in &listed.threads {
+                t.unpark();
+            }
+            if !futures || listed.futures.is_empty() {
+                return;
+            }
+            listed.futures.clone()
+        };
+        // U1: the wakers are woken with the list unlocked.
+        for slot in slots {
+            slot.wake();
         }
     }
 }
@@ -82,11 +178,78 @@ pub(crate) struct Asleep<'a> {
 impl Drop for Asleep<'_> {
     fn drop(&mut self) {
         let me = thread::current().id();
-        let mut threads = self.sleepers.threads.lock();
-        if let Some(i) = threads.iter().position(|t| t.id() == me) {
-            threads.swap_remove(i);
+        {
+            let mut listed = self.sleepers.listed.lock();
+            if let Some(i) = listed.threads.iter().position(|t| t.id() == me) {
+                listed.threads.swap_remove(i);
+            }
         }
-        // Relaxed: the fences order it (S1); a stale non-zero only costs an unpark.
-        self.sleepers.count.fetch_sub(1, Ordering::Relaxed);
+        self.sleepers.uncounted();
+    }
+}
+
+/// Where a wake-up finds an async run's waker (S2).
+#[derive(Debug)]
+pub(crate) struct WakerSlot {
+    /// The latest poll's waker; `None` once a wake-up took it, until the next poll that
+    /// returns pending puts one back.
+    waker: Mutex<Option<Waker>>,
+}
+
+impl WakerSlot {
+    /// Takes the waker out and wakes it with the slot unlocked (S2, U1).
+    fn wake(&self) {
+        let waker = self.waker.lock().take();
+        if let Some(w) = waker {
+            user::wake(w);
+        }
+    }
+}
+
+/// An async run's place in the list; leaving it takes the slot out and drops its waker.
+#[derive(Debug)]
+pub(crate) struct Awaiting<'a> {
+    sleepers: &'a Sleepers,
+    slot: Arc<WakerSlot>,
+}
+
+impl Awaiting<'_> {
+    /// Puts `waker` (this poll's) into the slot: called by each poll that returns pending,
+    /// before its check (S2, [`Sleepers::pending`]). Clones it only if the slot's waker would not wake the same
+    /// task; the clone and the drop of the waker it replaces run unlocked (U1).
+    fn set(&self, waker: &Waker) {
+        if self
+            .slot
+            .waker
+            .lock()
+            .as_ref()
+            .is_some_and(|w| w.will_wake(waker))
+        {
+            return;
+        }
+        let fresh = user::call(|| waker.clone());
+        let old = self.slot.waker.lock().replace(fresh);
+        if let Some(old) = old {
+            user::drop_waker(old);
+        }
+    }
+}
+
+impl Drop for Awaiting<'_> {
+    fn drop(&mut self) {
+        let listed = {
+            let mut listed = self.sleepers.listed.lock();
+            let i = listed
+                .futures
+                .iter()
+                .position(|s| Arc::ptr_eq(s, &self.slot));
+            i.map(|i| listed.futures.swap_remove(i))
+        };
+        drop(listed); // our own `Arc`: the waker is still in the slot, taken below
+        self.sleepers.uncounted();
+        let waker = self.slot.waker.lock().take();
+        if let Some(w) = waker {
+            user::drop_waker(w); // U1: unlocked
+        }
     }
 }

@@ -5,6 +5,7 @@
 //!       |                   |-----requeue, periodic------------------> SCHEDULED (next deadline)
 //!       |                   |-----finish(Panicked)-------------------> PANICKED
 //!       |                   |-----finish(Cancelled), a caller's run --> CANCELLED
+//!       |                   |      or a stopped one
 //!       |                   '-----cancel (periodic), interrupt (any)-> CANCELLED (this run
 //!       |                                                             completes; no re-enqueue)
 //!       |--cancel, interrupt--> CANCELLED
@@ -17,7 +18,8 @@
 //! trigger with no first deadline, PANICKED for a `first_deadline` that panicked), and
 //! [`cancel`] / [`interrupt`] by anyone. `finish(Cancelled)` is a run on the caller's
 //! thread that cancels the task after it (`run_now` with `then_cancel`: a periodic
-//! task's `CallerRuns` run after shutdown).
+//! task's `CallerRuns` run after shutdown), or a run stopped before it ended (an async
+//! body dropped at `shutdown_now`: `Ran::Stopped`, `Step::Stopped` in `run.rs`).
 //!
 //! DONE, PANICKED and CANCELLED are terminal. Only [`start`] enters RUNNING, and only from
 //! SCHEDULED, so two runs of one task never overlap (T1, `task/mod.rs`). A one-shot that
@@ -35,7 +37,7 @@
 //! [`interrupt`]: TaskState::interrupt
 //!
 //! # Flags (one-shots' slot, and waiters)
-//! Beside the state, the word holds three flags:
+//! Beside the state, the word holds four flags:
 //! - [`CLOSURE`]: a one-shot's closure is in its slot (`raw/slot.rs`). Set at construction
 //!   ([`TaskState::new_once`]) and cleared once, by one [`take_closure`](TaskState::take_closure):
 //!   the runner's, while the task is RUNNING (after its
@@ -49,6 +51,10 @@
 //! - [`WAITING`]: someone registered in the waiter table (`waiting.rs`) while the task
 //!   was not terminal ([`wait_on`](TaskState::wait_on)); whoever makes the terminal
 //!   transition then wakes the task's waiters.
+//! - [`INTERRUPTED`]: the task was cancelled by an [`interrupt`](TaskState::interrupt),
+//!   set in the exchange that stores CANCELLED and never cleared. A running periodic task
+//!   is CANCELLED by a plain cancel too, which lets an async run finish; an interrupt
+//!   drops it (`body/async_run.rs`), so the run tells the two apart by this flag.
 //!
 //! So the word says at every moment what the slot holds, and each flag is cleared by
 //! exactly one RMW: that is what makes the slot's accesses exclusive (R4, `raw/mod.rs`).
@@ -63,7 +69,8 @@
 //! travels through the `Completion` mutex, which orders it on its own).
 //! There are no plain stores: every change of state is an exchange, through
 //! `exchange_word` (every named edge) or `cancel`'s loop, and the flags change only by the
-//! read-modify-writes of `take_closure`, `take_output` and `wait_on`.
+//! read-modify-writes of `take_closure`, `take_output` and `wait_on` (and
+//! `INTERRUPTED`, set by `cancel`'s loop with the state).
 
 use crate::sync::Ordering;
 
@@ -77,6 +84,8 @@ pub(crate) const CLOSURE: u8 = 0x08;
 pub(crate) const OUTPUT: u8 = 0x10;
 /// Someone waits in the waiter table (module notes, "Flags").
 pub(crate) const WAITING: u8 = 0x20;
+/// An interrupt cancelled the task (module notes, "Flags").
+pub(crate) const INTERRUPTED: u8 = 0x40;
 
 /// A task's state (the module diagram); the word also holds the flags above.
 #[repr(u8)]
@@ -305,10 +314,32 @@ impl TaskState {
     /// made the transition (T2: the caller must then run `Task::finish_cancelled`).
     #[must_use]
     pub(crate) fn cancel(&self, periodic: bool) -> bool {
+        self.cancel_with(periodic, 0)
+    }
+
+    /// -> CANCELLED from SCHEDULED or RUNNING, whatever the kind (an interrupt), with
+    /// [`INTERRUPTED`] set in the same exchange. `true` if this call made the transition
+    /// (T2, as for [`cancel`](Self::cancel)); a task a plain cancel ended first stays
+    /// without the flag.
+    #[must_use]
+    pub(crate) fn interrupt(&self) -> bool {
+        self.cancel_with(true, INTERRUPTED)
+    }
+
+    /// `true` if an interrupt cancelled the task ([`INTERRUPTED`]). Acquire: pairs with
+    /// the interrupt's exchange, like [`load`](Self::load).
+    #[inline]
+    pub(crate) fn is_interrupted(&self) -> bool {
+        self.0.load(Ordering::Acquire) & INTERRUPTED != 0
+    }
+
+    /// The cancel loop: -> CANCELLED from SCHEDULED, or from RUNNING when `running_too`,
+    /// setting `flag` with the state.
+    fn cancel_with(&self, running_too: bool, flag: u8) -> bool {
         let mut word = self.0.load(Ordering::Acquire);
         let mut cur = State::from_word(word);
         loop {
-            let allowed = cur == State::Scheduled || (cur == State::Running && periodic);
+            let allowed = cur == State::Scheduled || (cur == State::Running && running_too);
             if !allowed {
                 return false;
             }
@@ -316,7 +347,7 @@ impl TaskState {
             // stays in the slot for the canceller's `take_closure`).
             match self.0.compare_exchange_weak(
                 word,
-                word & !STATE | State::Cancelled as u8,
+                word & !STATE | State::Cancelled as u8 | flag,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
@@ -327,13 +358,6 @@ impl TaskState {
                 }
             }
         }
-    }
-
-    /// -> CANCELLED from SCHEDULED or RUNNING, whatever the kind (an interrupt). `true` if
-    /// this call made the transition (T2, as for [`cancel`](Self::cancel)).
-    #[must_use]
-    pub(crate) fn interrupt(&self) -> bool {
-        self.cancel(true)
     }
 
     /// `from` -> `to`, flags kept: the exchange the plain edges above go through.
@@ -387,6 +411,26 @@ mod tests {
             Exchange::Lost,
             "the cancel completed it"
         );
+        assert!(!s.is_interrupted(), "a plain cancel sets no flag");
+        assert!(!s.interrupt(), "T2: the cancel won");
+        assert!(!s.is_interrupted(), "the losing interrupt leaves none");
+    }
+
+    #[test]
+    fn an_interrupt_marks_the_word_and_keeps_the_other_flags() {
+        let s = TaskState::new_once();
+        assert_eq!(s.start_once(), Start::Run);
+        assert!(s.wait_on());
+        assert!(!s.is_interrupted());
+        assert!(s.interrupt(), "a running one-shot is interrupted");
+        assert!(s.is_interrupted());
+        assert_eq!(s.load(), State::Cancelled);
+        assert_eq!(s.word() & (CLOSURE | WAITING), CLOSURE | WAITING, "kept");
+        assert!(s.take_closure(State::Cancelled));
+        assert!(s.is_interrupted(), "never cleared");
+        let p = TaskState::new();
+        assert!(p.interrupt(), "a scheduled task too");
+        assert!(p.is_interrupted());
     }
 
     #[test]

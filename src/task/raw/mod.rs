@@ -44,7 +44,8 @@
 //!   runner, after the take that cleared `CLOSURE` and before the `finish_with_output`
 //!   that sets `OUTPUT`; between the two no flag is set, so no one else reads it. A
 //!   runner whose finish loses (an interrupt made the task CANCELLED) takes its outcome
-//!   back: still no flag is set.
+//!   back: still no flag is set. A run stopped without an outcome writes nothing and
+//!   ends RUNNING -> CANCELLED, which sets no flag either (`finish_stopped`).
 //!
 //! # Ordering
 //! As `std::sync::Arc`: an increment is `Relaxed` (a new reference is made from an

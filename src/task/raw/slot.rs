@@ -124,6 +124,19 @@ impl<F, T> OnceCore<F, T> {
         }
     }
 
+    /// Ends a run that has no outcome ([`Ran::Stopped`](crate::task::Ran)): RUNNING ->
+    /// CANCELLED, the slot left empty (R4: the runner's take cleared `CLOSURE`, and no
+    /// `OUTPUT` is set). `Err` if an interrupt ended the task first (it completed the
+    /// future). Touches no slot: nothing unsafe.
+    #[inline]
+    pub(crate) fn finish_stopped(&self, run: Started<'_, F, T>) -> Result<(), ()> {
+        assert!(std::ptr::eq(run.0, self), "a run ends on its own task");
+        match self.header.edges().finish(End::Cancelled) {
+            Exchange::Won => Ok(()),
+            Exchange::Lost => Err(()),
+        }
+    }
+
     /// After a cancel or an interrupt that won (T2): the closure, if it is still in the
     /// slot (a cancel of a SCHEDULED task, or an interrupt before the runner's take; a run
     /// that took it holds its own).

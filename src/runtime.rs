@@ -1,0 +1,213 @@
+//! [`AsyncRuntime`]: what runs an async job's future on the worker thread that runs the
+//! job ([`schedule_async`](crate::ScheduledThreadPoolExecutor::schedule_async) and its
+//! periodic forms), [`ParkingRuntime`] (the calling thread, parked between polls: for
+//! futures that need no reactor), and, with the cargo feature `tokio`, tokio's runtime.
+//!
+//! # Design
+//! The trait has one method, `block_on`, which polls a future to completion on the
+//! calling thread: the worker stays busy with the run until its future completes, so an
+//! async run is a run like a closure's (one at a time per task, counted in
+//! `active_count`, waited for by `wait_idle`, a fixed delay counted from its end). The
+//! future is type-erased (`Pin<&mut dyn Future<Output = ()>>`: the crate's own wrapper,
+//! whose output it keeps itself), so the trait is object-safe (an `Arc<dyn AsyncRuntime>`
+//! is a runtime too) and a runtime with a `block_on` function implements it in three
+//! lines. The future is polled on the calling thread, so it need not be `Send`, and a
+//! runtime that can only spawn `Send` futures elsewhere cannot implement it.
+//!
+//! Nothing here is a protocol of the crate: `ParkingRuntime` parks with `std::thread`
+//! (`sync.rs` lists it among the exceptions), and the runtimes' wakers are called only
+//! through `user.rs` by the pool (`task/sleepers.rs`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Wake, Waker};
+use std::thread::{self, Thread};
+
+/// What runs an async job's future: an executor with a `block_on` that polls a future to
+/// completion on the calling thread. A job's worker calls it for each run, so the run
+/// occupies the worker until its future completes, as a closure's run does.
+///
+/// Implemented for [`ParkingRuntime`], for `Arc`s, boxes and `'static` references of a
+/// runtime, and, with the cargo feature `tokio`, for tokio's `Handle` and `Runtime`
+/// (what works with a `current_thread` runtime is on the `Handle` impl). Any executor with
+/// a `block_on` implements it in a few lines; here, a one-thread executor of the
+/// `futures` crate's kind, written out with `std` alone:
+///
+/// ```
+/// use schedpool::{AsyncRuntime, ScheduledThreadPoolExecutor};
+/// use std::future::Future;
+/// use std::pin::Pin;
+/// use std::sync::Arc;
+/// use std::task::{Context, Wake, Waker};
+/// use std::time::Duration;
+///
+/// struct Unpark(std::thread::Thread);
+/// impl Wake for Unpark {
+///     fn wake(self: Arc<Self>) {
+///         self.0.unpark();
+///     }
+/// }
+///
+/// /// With the `futures` crate, this would be `futures::executor::block_on(future)`.
+/// struct MyBlockOn;
+/// impl AsyncRuntime for MyBlockOn {
+///     fn block_on(&self, mut future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+///         let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+///         let mut cx = Context::from_waker(&waker);
+///         while future.as_mut().poll(&mut cx).is_pending() {
+///             std::thread::park(); // spurious returns only cost a poll
+///         }
+///     }
+/// }
+///
+/// let pool = ScheduledThreadPoolExecutor::new(1);
+/// let answer = pool
+///     .schedule_async(Duration::ZERO, MyBlockOn, || async { 6 * 7 })
+///     .unwrap();
+/// assert_eq!(answer.get().unwrap(), 42);
+/// ```
+///
+/// # Contract
+/// `block_on` polls `future` on the calling thread until it is ready, and returns then.
+/// It may panic (tokio's does when called inside another runtime): the job's run then
+/// panicked, and its future says so. A panic of the job's own future never reaches the
+/// runtime: the pool catches it inside the poll.
+pub trait AsyncRuntime: Send + Sync + 'static {
+    /// Polls `future` to completion on the calling thread.
+    fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>);
+}
+
+impl<R: AsyncRuntime + ?Sized> AsyncRuntime for Arc<R> {
+    fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+        (**self).block_on(future)
+    }
+}
+
+impl<R: AsyncRuntime + ?Sized> AsyncRuntime for Box<R> {
+    fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+        (**self).block_on(future)
+    }
+}
+
+impl<R: AsyncRuntime + ?Sized> AsyncRuntime for &'static R {
+    fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+        (**self).block_on(future)
+    }
+}
+
+/// The simplest [`AsyncRuntime`]: the worker polls the future itself and parks between
+/// polls until the future's waker unparks it. Enough for futures that need no reactor:
+/// channels and other synchronization primitives (`tokio::sync`, `futures::channel`,
+/// `async-channel`), futures completed by other threads, async code that computes. A
+/// future that needs a runtime's IO or timers (`tokio::time::sleep`, a socket) panics
+/// with that runtime's message (tokio: "there is no reactor running"), which the job's
+/// future reports; run those on their runtime (tokio's `Handle`, feature `tokio`).
+///
+/// ```
+/// use schedpool::{ParkingRuntime, ScheduledThreadPoolExecutor};
+/// use std::time::Duration;
+///
+/// let pool = ScheduledThreadPoolExecutor::new(1);
+/// let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+/// let job = pool
+///     .schedule_async(Duration::ZERO, ParkingRuntime, move || async move {
+///         rx.await.map(|n| n + 1) // parked until the value comes
+///     })
+///     .unwrap();
+/// tx.send(41).unwrap();
+/// assert_eq!(job.get().unwrap(), Ok(42));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParkingRuntime;
+
+impl AsyncRuntime for ParkingRuntime {
+    fn block_on(&self, mut future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+        let waker = Waker::from(Arc::new(Unpark(thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        while future.as_mut().poll(&mut cx).is_pending() {
+            thread::park(); // a spurious return only costs a poll
+        }
+    }
+}
+
+/// [`ParkingRuntime`]'s waker: unparks the polling thread.
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+#[cfg(feature = "tokio")]
+mod tokio_impl {
+    use super::AsyncRuntime;
+    use std::future::Future;
+    use std::pin::Pin;
+
+    /// `Handle::block_on`: the worker enters the runtime's context and polls the job's
+    /// future itself, parked between polls; the runtime's drivers fire its timers and
+    /// IO.
+    ///
+    /// - A `multi_thread` runtime drives its timers and IO on its own threads: every
+    ///   async job works.
+    /// - A `current_thread` runtime drives them only while some thread is inside its
+    ///   `Runtime::block_on` (tokio's `Handle::block_on` docs). So a job whose future
+    ///   awaits a timer or a socket completes while, for example, the program's main
+    ///   thread is in `runtime.block_on(...)` awaiting something (the job's
+    ///   `ScheduledFuture`, a server's accept loop), and **hangs** while nobody is: tokio
+    ///   offers no way to see that from outside, so the pool cannot report it. Such a
+    ///   hang ends by an `interrupt` or `shutdown_now`, which drop the future like any
+    ///   other. Pass the `Runtime` itself (`Arc<Runtime>`) instead, and a worker drives
+    ///   it while no other thread does.
+    /// - Futures that need no driver (channels, `tokio::sync`) work in every case.
+    /// - Called on a thread that is already inside a runtime (a `PendingTask::run` or a
+    ///   `CallerRuns` run from async code), tokio panics ("Cannot start a runtime from
+    ///   within a runtime"); the job's future reports the panic.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let rt = tokio::runtime::Runtime::new().unwrap(); // multi_thread
+    /// let pool = ScheduledThreadPoolExecutor::new(2);
+    /// let job = pool
+    ///     .schedule_async(Duration::from_millis(5), rt.handle().clone(), || async {
+    ///         tokio::time::sleep(Duration::from_millis(5)).await; // tokio's timer
+    ///         "done"
+    ///     })
+    ///     .unwrap();
+    /// // An async caller awaits the job's future, here with a time limit (made inside
+    /// // the async block: a tokio timer is made in the runtime's context).
+    /// let out = rt.block_on(async { tokio::time::timeout(Duration::from_secs(10), job).await });
+    /// assert_eq!(out.unwrap().unwrap(), "done");
+    /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    impl AsyncRuntime for tokio::runtime::Handle {
+        fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+            tokio::runtime::Handle::block_on(self, future)
+        }
+    }
+
+    /// `Runtime::block_on`. With a `multi_thread` runtime it is the `Handle`'s. With a
+    /// `current_thread` runtime the worker takes the runtime's scheduler when no other
+    /// thread holds it and drives its timers, IO and spawned tasks itself until its job's
+    /// future completes, so the job completes whether or not another thread is in
+    /// `block_on`; while another thread holds the scheduler, that thread drives the
+    /// timers and the worker waits for its future's wake-up, or for the scheduler.
+    ///
+    /// Share the runtime as an `Arc<Runtime>` (the blanket impl), and keep a clone of
+    /// your own: a task that ends drops its copy, and dropping the last one inside async
+    /// code panics in tokio.
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    impl AsyncRuntime for tokio::runtime::Runtime {
+        fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+            tokio::runtime::Runtime::block_on(self, future)
+        }
+    }
+}
