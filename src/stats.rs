@@ -207,17 +207,19 @@ impl std::fmt::Display for TaskKind {
 
 impl std::fmt::Display for TaskInfo {
     /// `id=7 name="report" kind=fixed_rate schedule="fixed rate 60s" running=false
-    /// due_in=59s runs=1 last_run=completed`: `name` and `last_run` only where there is
-    /// one, `cancelled=true` only for a cancelled task still queued.
+    /// due_in=59.5s runs=1 last_run=completed`: `due_in` to the millisecond, `name` and
+    /// `last_run` only where there is one, `cancelled=true` only for a cancelled task.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "id={}", self.id)?;
         if let Some(name) = &self.name {
             write!(f, " name={name:?}")?;
         }
+        // `due_in` to the millisecond: a line for people, not a clock.
+        let due_in = Duration::from_millis(self.due_in.as_millis().try_into().unwrap_or(u64::MAX));
         write!(
             f,
             " kind={} schedule={:?} running={} due_in={:?} runs={}",
-            self.kind, self.schedule, self.running, self.due_in, self.runs
+            self.kind, self.schedule, self.running, due_in, self.runs
         )?;
         if let Some(last) = self.last_run {
             write!(f, " last_run={last}")?;
