@@ -205,10 +205,14 @@ fn real_pool() -> ScheduledThreadPoolExecutor {
 /// A one-worker pool (or [`workers`]) on a fresh `ManualClock`, workers started.
 fn manual_pool() -> (ScheduledThreadPoolExecutor, ManualClock) {
     let clock = ManualClock::new();
-    let pool = ScheduledThreadPoolExecutor::builder()
+    let builder = ScheduledThreadPoolExecutor::builder()
         .core_pool_size(workers())
-        .clock(clock.clone())
-        .build();
+        .clock(clock.clone());
+    // With `metrics`: no publishing thread, whose wake-ups would land in some counts and
+    // not others (the publications are off the runs' path; `docs/BENCHMARKS.md`).
+    #[cfg(feature = "metrics")]
+    let builder = builder.metrics_interval(Duration::ZERO);
+    let pool = builder.build();
     pool.prestart_all_core_threads();
     std::thread::sleep(Duration::from_millis(20));
     (pool, clock)
@@ -438,6 +442,42 @@ fn op_take_run_spread(n: usize) {
     exit();
 }
 
+/// `schedule_manual` through a `Named` (whose tasks have a run-time series with the
+/// `metrics` feature).
+fn op_schedule_named_manual(n: usize) {
+    let (pool, clock) = manual_pool();
+    let named = pool.named("job");
+    let (tx, _rx) = mpsc::channel::<()>();
+    let mut futs = Vec::with_capacity(n);
+    let s = Section::begin();
+    for _ in 0..n {
+        futs.push(named.schedule(SOON, || ()).expect("accepted"));
+    }
+    s.end("schedule_named_manual", n);
+    pool.schedule(SOON, move || tx.send(()).expect("alive"))
+        .expect("accepted");
+    black_box((&futs, &clock));
+    exit();
+}
+
+/// `take_run` of named tasks: with `metrics` and a recorder, each run records into the
+/// name's series.
+fn op_take_run_named(n: usize) {
+    let (pool, clock) = manual_pool();
+    let named = pool.named("job");
+    let (tx, rx) = mpsc::channel();
+    let futs: Futures = (0..n)
+        .map(|_| named.schedule(SOON, || ()).expect("accepted"))
+        .collect();
+    pool.schedule(SOON, move || tx.send(()).expect("main waits"))
+        .expect("accepted");
+    let s = Section::begin();
+    run_all(&clock, &rx);
+    s.end("take_run_named", n);
+    black_box(&futs);
+    exit();
+}
+
 fn op_take_run(n: usize) {
     let (_pool, clock, futs, rx) = manual_with_signal(n);
     let s = Section::begin();
@@ -653,6 +693,8 @@ const OPS: &[Op] = &[
     ("rearm", op_rearm),
     ("rearm_after", op_rearm_after),
     ("take_run", op_take_run),
+    ("schedule_named_manual", op_schedule_named_manual),
+    ("take_run_named", op_take_run_named),
     ("schedule_spread", op_schedule_spread),
     ("take_run_spread", op_take_run_spread),
     ("submit_due", op_submit_due),
@@ -696,6 +738,12 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let [op, n] = args.as_slice() else { usage() };
+    // With `metrics`, the runs count with a recorder installed (Prometheus's, as a
+    // service would have it).
+    #[cfg(feature = "metrics")]
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .expect("the only recorder");
     let Ok(n) = n.parse::<usize>() else { usage() };
     let Some((_, run)) = OPS.iter().find(|(name, _)| name == op) else {
         usage()

@@ -29,7 +29,8 @@
 #                        `--cfg schedpool_probe`, recording off, into target/opcount-shards)
 #          OPCOUNT_WORKERS (the pools' worker count, default 1)
 #          OPCOUNT_FEATURES (cargo features for the build, e.g. `tokio` for the
-#                        `*_async_tokio` ops)
+#                        `*_async_tokio` ops; `metrics` counts the runs with a Prometheus
+#                        recorder installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -54,6 +55,8 @@ table=(
     rearm_after:schedule_perm
     schedule_manual:-
     take_run:schedule_manual
+    schedule_named_manual:-
+    take_run_named:schedule_named_manual
     schedule_spread:-
     take_run_spread:schedule_spread
     submit_due:-

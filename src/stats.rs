@@ -407,6 +407,14 @@ impl Histogram {
         stripe.max.fetch_max(nanos, Ordering::Relaxed);
     }
 
+    /// Records one value without the maximum (the run-time histogram, whose maximum no one
+    /// reads): one `Relaxed` add. `Relaxed`: statistics only.
+    #[cfg(feature = "metrics")]
+    #[inline]
+    pub(crate) fn count(&self, worker: usize, nanos: u64) {
+        self.stripes[worker % STRIPES].buckets[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Every bucket's count, the stripes merged, and the largest value (`Relaxed` reads:
     /// a snapshot, not one instant).
     pub(crate) fn merged(&self) -> (Vec<u64>, u64) {

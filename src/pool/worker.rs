@@ -171,7 +171,7 @@ fn run_task(
         // The run's duration on the pool's clock (`telemetry.rs`): the striped
         // histogram the metrics thread publishes, and a named task's own series.
         let took = shared.clock().now().saturating_sub(now);
-        shared.run_time.record(index, took);
+        shared.run_time.count(index, took);
         if let Some(timer) = job.timer() {
             timer.record(std::time::Duration::from_nanos(took));
         }
