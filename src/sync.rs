@@ -293,6 +293,10 @@ mod imp {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             MutexGuard(Some(self.0.lock().unwrap()))
         }
+
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok().map(|g| MutexGuard(Some(g)))
+        }
     }
 
     impl<T> Deref for MutexGuard<'_, T> {
