@@ -23,7 +23,9 @@
 //! suspend moves the real one (monotonic time stands still in a suspend while wall time
 //! goes on). The fake wall clock is `wall_origin + offset`: one field for the step, so
 //! `advance` stays a single store and a reading of both is taken under `wall_origin`'s
-//! lock.
+//! lock. `wall_origin` is filled from `SystemTime::now()` at the first reading (standing
+//! for the creation time), not at creation, so a manual clock that no calendar trigger reads never touches the real wall
+//! clock (an interpreter that isolates the program from it, such as Miri, has none).
 //!
 //! # Invariants
 //! - C1: clock readings and every sum made by [`add`] never exceed [`FAR_FUTURE`], so
@@ -178,22 +180,24 @@ struct ManualInner {
     offset: AtomicU64,
     /// Queues and executors built on this clock (C3). Dead entries are pruned on register.
     listeners: Mutex<Vec<Weak<dyn AdvanceListener>>>,
-    /// The fake wall clock's time at `origin`: its time now is this plus `offset`. Only
-    /// `set_wall_time` writes it; readers of both clocks hold this lock while they read
-    /// `offset`, so they get a pair that `set_wall_time` made or left whole.
-    wall_origin: Mutex<SystemTime>,
+    /// The fake wall clock's time at `origin`: its time now is this plus `offset`. `None`
+    /// until the first reading fills it from `SystemTime::now()`; `set_wall_time` writes
+    /// it; readers of both clocks hold this lock while they read `offset`, so they get a
+    /// pair that `set_wall_time` made or left whole.
+    wall_origin: Mutex<Option<SystemTime>>,
 }
 
 impl ManualClock {
     /// A clock frozen at the current `Instant`, its fake wall clock at the current
-    /// `SystemTime` (see [`set_wall_time`](Self::set_wall_time)).
+    /// `SystemTime` (see [`wall_time`](Self::wall_time) and
+    /// [`set_wall_time`](Self::set_wall_time)).
     pub fn new() -> Self {
         ManualClock {
             inner: Arc::new(ManualInner {
                 origin: Instant::now(),
                 offset: AtomicU64::new(0),
                 listeners: Mutex::new(Vec::new()),
-                wall_origin: Mutex::new(SystemTime::now()),
+                wall_origin: Mutex::new(None),
             }),
         }
     }
@@ -226,9 +230,12 @@ impl ManualClock {
         }
     }
 
-    /// The clock's fake wall-clock time: the `SystemTime` read when the clock was made,
-    /// moved by every [`advance`](Self::advance) and set by
-    /// [`set_wall_time`](Self::set_wall_time). Triggers that work in calendar time
+    /// The clock's fake wall-clock time: the `SystemTime` at the clock's creation, moved
+    /// by every [`advance`](Self::advance) and set by
+    /// [`set_wall_time`](Self::set_wall_time). The real wall clock is read at the first
+    /// reading, not when the clock is made, and stands for the creation time: a
+    /// `ManualClock` that nothing asks for wall time works where no real wall clock can
+    /// be read (Miri with its isolation on). Triggers that work in calendar time
     /// ([`CronTrigger`](crate::CronTrigger)) read it, through [`WallClock`], when they run
     /// on an executor built on this clock.
     pub fn wall_time(&self) -> SystemTime {
@@ -259,17 +266,19 @@ impl ManualClock {
         let since = Duration::from_nanos(self.ticks());
         // A wall time too early to hold the elapsed time before it (before about 292
         // billion BC) keeps `wall` as the origin: the reading is then off by `since`.
-        *origin = wall.checked_sub(since).unwrap_or(wall);
+        *origin = Some(wall.checked_sub(since).unwrap_or(wall));
     }
 
     /// The clock's instant and its fake wall-clock time, read together.
     pub(crate) fn now_and_wall(&self) -> (Instant, SystemTime) {
-        let origin = self.inner.wall_origin.lock();
+        let mut origin = self.inner.wall_origin.lock();
         let ticks = self.ticks();
         let since = Duration::from_nanos(ticks);
+        // The real wall clock read now stands for its reading at the clock's creation.
+        let origin = *origin.get_or_insert_with(SystemTime::now);
         // Within `FAR_FUTURE` of a `SystemTime`, which holds far more: no overflow in
         // practice; a wall clock set near its end stays there.
-        let wall = origin.checked_add(since).unwrap_or(*origin);
+        let wall = origin.checked_add(since).unwrap_or(origin);
         (Clock::Manual(self.clone()).instant_of(ticks), wall)
     }
 }
@@ -420,6 +429,14 @@ mod tests {
             WallClock::of(&Clock::Manual(c.clone())).now(),
             c.now_and_wall()
         );
+        // A clock first read after an advance: the real wall clock stands for the
+        // creation, and the advance moves it.
+        let before = SystemTime::now();
+        let late = ManualClock::new();
+        late.advance(Duration::from_secs(3600));
+        let w = late.wall_time();
+        assert!(w >= before + Duration::from_secs(3600));
+        assert!(w <= SystemTime::now() + Duration::from_secs(3600));
         let before = SystemTime::now();
         let (_, real) = WallClock::of(&Clock::real()).now();
         assert!(real >= before);
