@@ -1376,3 +1376,66 @@ fn a_dropped_pending_stream_or_future_loses_nothing() {
     drop(f);
     assert_eq!(q.drain_expired(), [1, 2], "both still queued");
 }
+
+/// A waker that counts its wakes.
+struct CountingWaker(AtomicUsize);
+
+impl std::task::Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits (with a generous bound) until `waker` has been woken `n` times.
+fn await_wakes(waker: &CountingWaker, n: usize) {
+    let start = std::time::Instant::now();
+    while waker.0.load(Ordering::SeqCst) < n {
+        assert!(start.elapsed() < BOUND, "wake {n} never came");
+        thread::yield_now();
+    }
+}
+
+/// The stream's consumer is woken once per batch of due elements and takes the whole
+/// batch in its polls; a head moved later, or an element moved later behind it, wakes it
+/// not at all, and it is woken again at the new deadline.
+#[test]
+fn expirations_wake_once_per_batch_and_not_for_a_later_head() {
+    use futures_core::Stream;
+    use std::task::{Context, Poll};
+    let clock = ManualClock::new();
+    let q = DelayQueue::with_clock(clock.clone());
+    let ms = Duration::from_millis;
+    let a1 = q.offer("a1", ms(10));
+    q.offer("a2", ms(10));
+    q.offer("a3", ms(10));
+    let b = q.offer("b", ms(20));
+    q.offer("c", ms(30));
+    let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+    let waker = std::task::Waker::from(Arc::clone(&counter));
+    let mut cx = Context::from_waker(&waker);
+    let mut s = q.expirations();
+    let mut ready = || -> Vec<&str> {
+        let mut out = Vec::new();
+        while let Poll::Ready(e) = std::pin::Pin::new(&mut s).poll_next(&mut cx) {
+            out.push(e.expect("open").into_inner());
+        }
+        out
+    };
+    assert!(ready().is_empty());
+    assert!(q.reset(a1, ms(25)), "the head, later");
+    assert!(q.reset(b, ms(40)), "behind the head, later");
+    clock.advance(ms(10));
+    await_wakes(&counter, 1);
+    assert_eq!(ready(), ["a2", "a3"], "the batch in one wake-up");
+    clock.advance(ms(15));
+    await_wakes(&counter, 2);
+    assert_eq!(ready(), ["a1"]);
+    clock.advance(ms(15));
+    await_wakes(&counter, 3);
+    assert_eq!(ready(), ["c", "b"]);
+    assert_eq!(
+        counter.0.load(Ordering::SeqCst),
+        3,
+        "one wake per batch, no other"
+    );
+}

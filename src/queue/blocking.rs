@@ -6,7 +6,7 @@
 use std::fmt;
 use std::time::Instant;
 
-use crate::clock::{AdvanceListener, Clock, Ticks};
+use crate::clock::{AdvanceListener, Clock, Ticks, NEVER};
 use crate::sync::{Condvar, Mutex, MutexGuard};
 use std::task::Waker;
 
@@ -30,6 +30,11 @@ pub(crate) struct State<E> {
     pub(super) async_waiters: Vec<(u64, Waker)>,
     /// The timer thread of the async takes runs (I8).
     pub(super) timer_running: bool,
+    /// The deadline by which the running timer re-reads the queue unasked: the earliest
+    /// deadline after the time it last looked (`NEVER`: none, or not known). Whoever
+    /// makes a head earlier than this, or registers a waker while the head is, notifies
+    /// the timer; a later head wakes no one (I8).
+    pub(super) timer_until: Ticks,
 }
 
 impl<E: Timed> State<E> {
@@ -96,6 +101,7 @@ impl<E: Timed> BlockingQueue<E> {
                 closed: false,
                 async_waiters: Vec::new(),
                 timer_running: false,
+                timer_until: NEVER,
             }),
             signals: Signals::new(),
             timer_cv: Condvar::new(),
@@ -190,12 +196,20 @@ impl<E: Timed> BlockingQueue<E> {
     }
 
     /// I5: a new head, or the head left: the leader must re-arm; with no leader, one
-    /// follower takes the lead.
+    /// follower takes the lead. I8: the timer only if the head is now earlier than its
+    /// wake-up.
     #[inline]
     pub(super) fn signal_head_changed(&self, state: &State<E>) {
         self.signals.head_changed(&state.waiters, !state.is_empty());
-        if state.timer_running {
-            self.timer_cv.notify_one(); // I8: the timer re-reads the head
+        self.signal_timer_if_earlier(state);
+    }
+
+    /// I8: notifies the running timer if the head falls before the deadline it sleeps to;
+    /// a head at or after it is seen when the timer wakes, so it costs no wake-up.
+    #[inline]
+    pub(super) fn signal_timer_if_earlier(&self, state: &State<E>) {
+        if state.timer_running && state.head_deadline().is_some_and(|d| d < state.timer_until) {
+            self.timer_cv.notify_one();
         }
     }
 }
@@ -225,10 +239,14 @@ impl<E> BlockingQueue<E> {
 }
 
 impl<E: Timed + Send> AdvanceListener for BlockingQueue<E> {
-    /// C3 (`clock.rs`): the time moved; the leader re-reads it under the lock.
+    /// C3 (`clock.rs`): the time moved; the leader re-reads it under the lock, and so does
+    /// the timer once the time reaches its wake-up (I8).
     fn on_advance(&self) {
         let state = self.state.lock();
-        self.signal_head_changed(&state);
+        self.signals.head_changed(&state.waiters, !state.is_empty());
+        if state.timer_running && self.clock.now() >= state.timer_until {
+            self.timer_cv.notify_one();
+        }
     }
 }
 

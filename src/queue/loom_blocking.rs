@@ -205,6 +205,13 @@ fn loom_close_vs_a_taker_of_an_empty_queue() {
 /// A poller waiting on virtual time, with the timer thread its poll starts. Its waker
 /// unparks it; it parks between polls.
 fn async_poller(q: &Arc<Q>) -> thread::JoinHandle<Option<u32>> {
+    let q = q.clone();
+    thread::spawn(move || async_takes(&q, 1).pop().flatten())
+}
+
+/// `n` async takes one after another on the calling thread, as a stream's consumer
+/// makes them.
+fn async_takes(q: &Arc<Q>, n: usize) -> Vec<Option<u32>> {
     use std::task::{Context, Poll, Wake, Waker};
 
     struct Unpark(thread::Thread);
@@ -214,18 +221,17 @@ fn async_poller(q: &Arc<Q>) -> thread::JoinHandle<Option<u32>> {
         }
     }
 
-    let q = q.clone();
-    thread::spawn(move || {
-        let waker = Waker::from(Arc::new(Unpark(thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let take = crate::sync::unique_id();
-        loop {
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let take = crate::sync::unique_id();
+    (0..n)
+        .map(|_| loop {
             if let Poll::Ready(e) = q.poll_take_keyed(&mut cx, take) {
-                return e.map(|(e, _)| e.value);
+                break e.map(|(e, _)| e.value);
             }
             thread::park(); // until the timer thread wakes it (I8); a lost wake-up deadlocks
-        }
-    })
+        })
+        .collect()
 }
 
 /// I8: an async take waiting for a head that falls due by a clock advance is woken (by
@@ -250,5 +256,42 @@ fn loom_async_take_vs_close() {
         let poller = async_poller(&q);
         assert!(q.close());
         assert_eq!(poller.join().unwrap(), None);
+    });
+}
+
+/// I8: an earlier head offered while an async take waits for a later one reaches the
+/// timer (asleep until the later head), which wakes the take when the clock reaches the
+/// earlier one; on virtual time an advance notifies the timer only once the time reaches
+/// its wake-up, so a head that did not notify is never seen.
+#[test]
+fn loom_async_take_vs_an_earlier_head() {
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 20, 9);
+        let poller = async_poller(&q);
+        offer(&q, 10, 7);
+        clock.advance(Duration::from_millis(10));
+        assert_eq!(poller.join().unwrap(), Some(7));
+    });
+}
+
+/// I8: a consumer that takes a due head and waits for the next registers without
+/// notifying the timer (asleep until the first deadline after the due one), and is woken
+/// when the clock reaches it; a head moved later in between notifies no one and is
+/// taken at its new deadline.
+#[test]
+fn loom_async_stream_vs_advances_and_a_later_head() {
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 10, 7);
+        let second = offer(&q, 20, 8);
+        let consumer = {
+            let q = q.clone();
+            thread::spawn(move || async_takes(&q, 2))
+        };
+        clock.advance(Duration::from_millis(10));
+        assert!(q.lock().update(second, |e| e.deadline = 30 * MS));
+        clock.advance(Duration::from_millis(20));
+        assert_eq!(consumer.join().unwrap(), [Some(7), Some(8)]);
     });
 }

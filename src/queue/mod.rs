@@ -51,13 +51,19 @@
 //!   `sharded.rs`; T4 in `task/mod.rs`, made a type).
 //! - I8 (async takes): a poll that finds nothing due registers its waker and makes sure
 //!   the timer thread runs, in the same critical section; the timer checks for wakers and
-//!   for a due head (or a close) under the lock and waits on `timer_cv` with it released
-//!   atomically, and every head change, clock advance and close notifies `timer_cv` under
-//!   the lock. So a registered waker is woken once its head is due or the queue closes.
-//!   A new waker registered while the timer runs notifies `timer_cv` too. The timer
-//!   exits when no waker is registered (a dropped future takes its own out): on the real
-//!   clock only after lingering `TIMER_LINGER` for a new one, so a consumer loop keeps one
-//!   thread.
+//!   for a due head (or a close) under the lock, wakes the wakers of a due head, and waits
+//!   on `timer_cv` with the lock released atomically until `timer_until`: the first
+//!   deadline after the time it looked (`Store::first_after`; `NEVER` when there is none
+//!   or finding it would walk too many due entries), which it records under the lock
+//!   before it waits. Whoever makes the head earlier than `timer_until` (an offer, a
+//!   re-key), or registers a waker while the head is, notifies `timer_cv` under the lock;
+//!   so does a clock advance that reaches `timer_until`, and `close`. A head that moves
+//!   later, or leaves, notifies no one: the timer wakes at `timer_until`, which is no later
+//!   than it, and looks again; a consumer that took the due entries registers for a head
+//!   at or after `timer_until` without a notification. So a registered waker is woken once
+//!   its head is due or the queue closes. The timer exits when no waker is registered (a
+//!   dropped future takes its own out, and notifies): on the real clock only after
+//!   lingering `TIMER_LINGER` for a new one, so a consumer loop keeps one thread.
 //! - The store under the lock keeps I7 (`store.rs`): its ready lane holds only entries
 //!   that were due when queued, and entries leave in exactly the order a heap alone
 //!   would give.

@@ -144,6 +144,14 @@ impl<E: Timed, K: LaneKeeper<E>> Store<E, K> {
         out
     }
 
+    /// The earliest deadline after `now` (`Some(None)`: none), or `None` if more than
+    /// `budget` entries are due and finding it would walk them all. Lane entries were due
+    /// when queued, so only the heap holds deadlines after `now`.
+    pub(crate) fn first_after(&self, now: Ticks, budget: usize) -> Option<Option<Ticks>> {
+        let found = self.heap.first_not(|e| e.deadline() <= now, budget)?;
+        Some(found.map(Timed::deadline))
+    }
+
     /// Replaces the value of a [`LockedCell`] and returns the old one (I6).
     #[inline]
     pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use crate::clock::Clock;
+use crate::clock::{Clock, NEVER};
 use crate::sync::{thread, unlocked, Arc};
 use std::task::{Context, Poll, Waker};
 
@@ -17,6 +17,11 @@ use super::{Handle, Timed};
 /// clock): longer than the gap between two awaits of a consumer loop, short enough that an
 /// idle queue holds no thread for long.
 const TIMER_LINGER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How many due entries the timer walks to find the first deadline after them (a
+/// consumer that fell behind); past it, the timer's wake-up is unknown and everyone
+/// notifies it (I8).
+const FIRST_AFTER_BUDGET: usize = 64;
 
 /// The async take (`DelayQueue::next_expired`, `DelayQueue::expirations`): an entry due
 /// now, or `None` once the queue is closed and nothing is due; else its waker waits in the
@@ -63,9 +68,9 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
                 (Some(i), Some(new)) => Some(std::mem::replace(&mut state.async_waiters[i].1, new)),
                 (None, Some(new)) => {
                     state.async_waiters.push((take, new));
-                    if state.timer_running {
-                        self.timer_cv.notify_one(); // a lingering timer takes the new waiter on
-                    }
+                    // A timer asleep past the head (lingering on an unknown wake-up) wakes
+                    // for the new waiter; one asleep until the head or before it sees it then.
+                    self.signal_timer_if_earlier(&state);
                     None
                 }
                 (_, None) => {
@@ -105,32 +110,25 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
     }
 
     /// The timer thread of the async takes (I8): while wakers wait, it sleeps until the
-    /// head is due (or changes, or the clock advances, or the queue closes), then wakes
-    /// them all; they poll again and one takes the head. When none waits it lingers for
-    /// [`TIMER_LINGER`] on the real clock (an open queue), so that a loop awaiting one
-    /// element after another keeps one thread instead of starting one per element; it
-    /// exits when the linger ends with no waiter, at once on virtual time, or once closed.
+    /// head is due (or an earlier head comes, the clock reaches it, or the queue closes),
+    /// then wakes them all; they poll again and take every due entry. It then sleeps until
+    /// the first deadline after the time it woke (`first_after`), not until someone tells
+    /// it the next head: the pollers take the due entries and register again for a head
+    /// at or after that deadline, which needs no notification, so one expiration costs
+    /// the timer one wake-up. When none waits it lingers for [`TIMER_LINGER`] on the real
+    /// clock (an open queue), so that a loop awaiting one element after another keeps one
+    /// thread instead of starting one per element; it exits when the linger ends with no
+    /// waiter, at once on virtual time, or once closed.
     fn run_timer(self: Arc<Self>) {
         let real = matches!(self.clock, Clock::Real { .. });
         let mut state = self.state.lock();
         // When the current linger ends (real clock, no waiter since it began).
         let mut linger_until: Option<Instant> = None;
         loop {
-            if state.async_waiters.is_empty() {
-                if real && !state.closed {
-                    let until = *linger_until.get_or_insert_with(|| Instant::now() + TIMER_LINGER);
-                    if Instant::now() < until {
-                        // Woken early by a head change or a dropped future: linger on.
-                        wait(&self.timer_cv, &mut state, Some(until));
-                        continue;
-                    }
-                }
-                state.timer_running = false;
-                return;
-            }
-            linger_until = None;
-            let head = state.head_deadline();
-            if state.closed || head.is_some_and(|d| d <= self.clock.now()) {
+            let now = self.clock.now();
+            if !state.async_waiters.is_empty()
+                && (state.closed || state.head_deadline().is_some_and(|d| d <= now))
+            {
                 let wakers = std::mem::take(&mut state.async_waiters);
                 // U1, U2: unlocked, and each waker through the door.
                 unlocked(&mut state, || {
@@ -138,7 +136,28 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
                 });
                 continue;
             }
-            let until = head.filter(|_| real).map(|d| self.clock.instant_of(d));
+            if state.async_waiters.is_empty() {
+                let lingered = !real
+                    || state.closed
+                    || Instant::now()
+                        >= *linger_until.get_or_insert_with(|| Instant::now() + TIMER_LINGER);
+                if lingered {
+                    state.timer_running = false;
+                    return;
+                }
+            } else {
+                linger_until = None;
+            }
+            // I8: asleep until the first deadline after `now`; with waiters that is the
+            // head (nothing is due). More than FIRST_AFTER_BUDGET entries due and no
+            // waiter: not known, so every head and every registration notifies.
+            let next = state.store.first_after(now, FIRST_AFTER_BUDGET).flatten();
+            state.timer_until = next.unwrap_or(NEVER);
+            let until = next.filter(|_| real).map(|d| self.clock.instant_of(d));
+            let until = match (until, linger_until) {
+                (Some(u), Some(l)) => Some(u.min(l)),
+                (u, l) => u.or(l),
+            };
             wait(&self.timer_cv, &mut state, until);
         }
     }

@@ -589,3 +589,49 @@ proptest! {
         run_fragile::<4>(ops);
     }
 }
+
+/// `first_not` against a sorted model: the first entry past the selected prefix, `None`
+/// when the budget is too small for the selected entries it must walk.
+fn check_first_not<const D: usize>(keys: &[u64], removed: &[usize], cut: u64) {
+    let (mut h, handles) = heap_of::<D>(keys);
+    for &r in removed {
+        if let Some(&handle) = handles.get(r % handles.len().max(1)) {
+            h.remove(handle);
+        }
+    }
+    let mut model: Vec<E> = h.iter().copied().collect();
+    model.sort();
+    let early = model.iter().take_while(|e| e.0 <= cut).count();
+    let want = model.get(early).copied();
+    assert_eq!(
+        h.first_not(|e| e.0 <= cut, early).map(|e| e.copied()),
+        Some(want)
+    );
+    assert_eq!(
+        h.first_not(|e| e.0 <= cut, usize::MAX).map(|e| e.copied()),
+        Some(want)
+    );
+    if early > 0 {
+        assert_eq!(h.first_not(|e| e.0 <= cut, early - 1), None, "over budget");
+    }
+}
+
+#[test]
+fn first_not_finds_the_first_entry_after_the_prefix() {
+    check_first_not::<4>(&[], &[], 5);
+    check_first_not::<4>(&[1, 2, 3], &[], 5); // all early
+    check_first_not::<4>(&[9, 1, 8, 2, 7, 3], &[], 5);
+    check_first_not::<2>(&[5, 5, 6, 6, 5], &[], 5); // ties: the earliest sequence
+}
+
+proptest! {
+    #[test]
+    fn first_not_matches_a_sorted_model(
+        keys in proptest::collection::vec(0u64..50, 0..120),
+        removed in proptest::collection::vec(0usize..120, 0..20),
+        cut in 0u64..55,
+    ) {
+        check_first_not::<2>(&keys, &removed, cut);
+        check_first_not::<4>(&keys, &removed, cut);
+    }
+}
