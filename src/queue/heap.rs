@@ -334,40 +334,6 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
         self.nodes.get(pos).map(|n| &n.entry)
     }
 
-    /// The first entry, in heap order, that `early` does not select, where `early` selects
-    /// a prefix of that order (every entry before a selected one is selected: "due by
-    /// now"). `Some(None)` if `early` selects every entry, `None` if finding it would
-    /// visit more than `budget` selected entries. The entry wanted is the root or a child
-    /// of a selected node (H2), so the search walks the selected nodes only: O(k · D) for
-    /// k selected.
-    pub(crate) fn first_not(
-        &self,
-        mut early: impl FnMut(&E) -> bool,
-        budget: usize,
-    ) -> Option<Option<&E>> {
-        let mut best: Option<&E> = None;
-        let mut selected = 0;
-        let mut stack = vec![0];
-        while let Some(pos) = stack.pop() {
-            let Some(node) = self.nodes.get(pos) else {
-                continue;
-            };
-            if !early(&node.entry) {
-                if best.is_none_or(|b| node.entry.before(b)) {
-                    best = Some(&node.entry);
-                }
-                continue;
-            }
-            selected += 1;
-            if selected > budget {
-                return None;
-            }
-            let first = pos * D + 1;
-            stack.extend((first..first + D).take_while(|&c| c < self.nodes.len()));
-        }
-        Some(best)
-    }
-
     /// Inserts `entry`; returns the position it settled at. O(log n).
     ///
     /// # Panics

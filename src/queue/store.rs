@@ -144,12 +144,32 @@ impl<E: Timed, K: LaneKeeper<E>> Store<E, K> {
         out
     }
 
-    /// The earliest deadline after `now` (`Some(None)`: none), or `None` if more than
-    /// `budget` entries are due and finding it would walk them all. Lane entries were due
-    /// when queued, so only the heap holds deadlines after `now`.
+    /// The earliest deadline after `now` (`Some(None)`: none), or `None` if finding it
+    /// would walk more than `budget` due entries. Lane entries were due when queued, so
+    /// only the heap holds deadlines after `now`; the due entries of the heap are a
+    /// subtree at its root (H2), and the first deadline after them is the root or a
+    /// child of one of them: O(k · D) for k due.
     pub(crate) fn first_after(&self, now: Ticks, budget: usize) -> Option<Option<Ticks>> {
-        let found = self.heap.first_not(|e| e.deadline() <= now, budget)?;
-        Some(found.map(Timed::deadline))
+        let mut first: Option<Ticks> = None;
+        let mut due = 0;
+        let mut stack = vec![0];
+        while let Some(pos) = stack.pop() {
+            let Some(entry) = self.heap.get_at(pos) else {
+                continue;
+            };
+            let deadline = entry.deadline();
+            if deadline > now {
+                first = Some(first.map_or(deadline, |f| f.min(deadline)));
+                continue;
+            }
+            due += 1;
+            if due > budget {
+                return None;
+            }
+            let children = pos * DEFAULT_ARITY + 1;
+            stack.extend(children..children + DEFAULT_ARITY);
+        }
+        Some(first)
     }
 
     /// Replaces the value of a [`LockedCell`] and returns the old one (I6).
@@ -443,5 +463,55 @@ mod tests {
         store.check_invariants();
         let order: Vec<u64> = std::iter::from_fn(|| store.pop_head().map(|e| e.seq)).collect();
         assert_eq!(order, [0, 1]);
+    }
+
+    /// `first_after` against a sorted model, with removals, and its budget.
+    fn check_first_after(deadlines: &[Ticks], removed: &[usize], now: Ticks) {
+        let mut store = Store::<TimedEntry<()>>::with_capacity(0);
+        let handles: Vec<Handle> = deadlines
+            .iter()
+            .enumerate()
+            .map(|(seq, &deadline)| {
+                let e = TimedEntry {
+                    deadline,
+                    seq: seq as u64,
+                    value: (),
+                };
+                store.push(e).0
+            })
+            .collect();
+        for &r in removed {
+            if let Some(&h) = handles.get(r % handles.len().max(1)) {
+                store.remove(h);
+            }
+        }
+        let mut left: Vec<Ticks> = store.iter().map(|e| e.deadline).collect();
+        left.sort_unstable();
+        let due = left.iter().take_while(|&&d| d <= now).count();
+        let want = left.get(due).copied();
+        assert_eq!(store.first_after(now, due), Some(want));
+        assert_eq!(store.first_after(now, usize::MAX), Some(want));
+        if due > 0 {
+            assert_eq!(store.first_after(now, due - 1), None, "over budget");
+        }
+    }
+
+    #[test]
+    fn first_after_finds_the_first_deadline_past_the_due_ones() {
+        check_first_after(&[], &[], 5);
+        check_first_after(&[1, 2, 3], &[], 5); // all due
+        check_first_after(&[9, 1, 8, 2, 7, 3, 6], &[], 5);
+        check_first_after(&[5, 5, 6, 6, 5], &[], 5);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn first_after_matches_a_sorted_model(
+            deadlines in proptest::collection::vec(0u64..50, 0..120),
+            removed in proptest::collection::vec(0usize..120, 0..20),
+            now in 0u64..55,
+        ) {
+            check_first_after(&deadlines, &removed, now);
+        }
     }
 }
