@@ -791,6 +791,126 @@ fn a_kept_alive_exclusive_one_shot_holds_its_lock_and_is_no_overrun() {
     pool.close();
 }
 
+/// A TCP proxy on loopback to the local port `target` that delays what it forwards by
+/// `delay` each way (a link with a round trip of twice `delay`); its port. Each
+/// connection gets a connection to `target` and, per direction, a reader that stamps
+/// each chunk with when it is due and a writer that sends it then. Its threads end when
+/// the connections close; the accepting one lasts as long as the test binary.
+fn delaying_proxy(target: u16, delay: Duration) -> u16 {
+    use std::io::Write;
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::mpsc;
+    fn pipe(mut from: TcpStream, mut to: TcpStream, delay: Duration) {
+        let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+        std::thread::spawn(move || {
+            let mut buf = vec![0; 64 * 1024];
+            while let Ok(n @ 1..) = from.read(&mut buf) {
+                if tx
+                    .send((Instant::now() + delay, buf[..n].to_vec()))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        std::thread::spawn(move || {
+            while let Ok((due, bytes)) = rx.recv() {
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                if to.write_all(&bytes).is_err() {
+                    break;
+                }
+            }
+            let _ = to.shutdown(Shutdown::Write);
+        });
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { break };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                continue; // the client sees its connection closed
+            };
+            let _ = (client.set_nodelay(true), server.set_nodelay(true));
+            let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone()) else {
+                continue;
+            };
+            pipe(c, s, delay);
+            pipe(server, client, delay);
+        }
+    });
+    port
+}
+
+/// As above, with the holder 35 ms each way from the database (a 70 ms round trip, as
+/// between hosts): each extension reaches the database about 220 ms after the previous
+/// one, with some 400 ms of the lease left. Both paths keep the lock for the whole 2 s
+/// run and are no overrun: the one-shot and `run_exclusive`.
+#[test]
+fn a_kept_alive_exclusive_run_over_a_slow_link_holds_its_lock_and_is_no_overrun() {
+    let server = PgServer::start();
+    let port = delaying_proxy(server.port(), ms(35));
+    let lock = pg_lock(
+        &format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"),
+        "a",
+    );
+    let other = pg_lock(&server.url(), "b");
+    lock.check().expect("connects through the proxy");
+    other.check().expect("connects");
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let spec = Exclusive::new(lock, "slow-link", ms(600)).keep_alive(ms(150));
+    // The run: 2 s of work, during which the other node keeps trying.
+    let run = move |other: Arc<PgLock>| {
+        let mut polls = 0;
+        let until = Instant::now() + sec(2);
+        while Instant::now() < until {
+            if let Some(stolen) = other.try_acquire("slow-link", sec(1)).unwrap() {
+                other.release(stolen, Duration::ZERO).unwrap();
+                return None;
+            }
+            polls += 1;
+            std::thread::sleep(ms(50));
+        }
+        Some(polls)
+    };
+    let o = other.clone();
+    let fut = pool
+        .schedule_exclusive(Duration::ZERO, spec.clone(), move |_| run(o))
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    let polls = fut.get().unwrap().unwrap().expect("the one-shot ran");
+    assert!(polls.expect("the other node never got the lock") >= 10);
+    let stats = pool.stats();
+    assert!(
+        stats.lock_extended >= 5,
+        "extended: {}",
+        stats.lock_extended
+    );
+    assert_eq!(
+        stats.lock_overruns, 0,
+        "a kept-alive one-shot is no overrun"
+    );
+
+    let polls = pool.run_exclusive(&spec, |_| run(other)).unwrap();
+    assert!(
+        polls
+            .expect("ran")
+            .expect("the other node never got the lock")
+            >= 10
+    );
+    let after = pool.stats();
+    assert!(
+        after.lock_extended >= stats.lock_extended + 5,
+        "extended: {}",
+        after.lock_extended - stats.lock_extended
+    );
+    assert_eq!(
+        after.lock_overruns, 0,
+        "a kept-alive run_exclusive is no overrun"
+    );
+    pool.close();
+}
+
 #[test]
 fn a_database_restart_fails_runs_cleanly_and_they_resume() {
     let server = PgServer::start();
