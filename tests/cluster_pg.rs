@@ -1,8 +1,9 @@
 //! `PgLock` against a real PostgreSQL server (`tests/common/pg.rs` starts one per test:
 //! its own data directory, loopback only): the lease protocol with the database's clock,
 //! one holder under contention, each tick once across executors and processes, takeover
-//! after a holder is killed, a restart, a dropped connection and a database that stops
-//! answering. Needs the cargo feature `postgres` and the PostgreSQL server binaries.
+//! after a holder is killed, a restart, a dropped connection, a release whose reply is
+//! lost and a database that stops answering. Needs the cargo feature `postgres` and the
+//! PostgreSQL server binaries.
 #![cfg(feature = "postgres")]
 
 mod common;
@@ -789,6 +790,306 @@ fn a_kept_alive_exclusive_one_shot_holds_its_lock_and_is_no_overrun() {
     );
     assert_eq!(stats.lock_overruns, 0, "a kept-alive run is no overrun");
     pool.close();
+}
+
+/// A TCP proxy on loopback to the local port `target` that delays what it forwards by
+/// `delay` each way (a link with a round trip of twice `delay`); its port. Each
+/// connection gets a connection to `target` and, per direction, a reader that stamps
+/// each chunk with when it is due and a writer that sends it then. Its threads end when
+/// the connections close; the accepting one lasts as long as the test binary.
+fn delaying_proxy(target: u16, delay: Duration) -> u16 {
+    use std::io::Write;
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::mpsc;
+    fn pipe(mut from: TcpStream, mut to: TcpStream, delay: Duration) {
+        let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
+        std::thread::spawn(move || {
+            let mut buf = vec![0; 64 * 1024];
+            while let Ok(n @ 1..) = from.read(&mut buf) {
+                if tx
+                    .send((Instant::now() + delay, buf[..n].to_vec()))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        std::thread::spawn(move || {
+            while let Ok((due, bytes)) = rx.recv() {
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                if to.write_all(&bytes).is_err() {
+                    break;
+                }
+            }
+            let _ = to.shutdown(Shutdown::Write);
+        });
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { break };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                continue; // the client sees its connection closed
+            };
+            let _ = (client.set_nodelay(true), server.set_nodelay(true));
+            let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone()) else {
+                continue;
+            };
+            pipe(c, s, delay);
+            pipe(server, client, delay);
+        }
+    });
+    port
+}
+
+/// As above, with the holder 35 ms each way from the database (a 70 ms round trip, as
+/// between hosts): each extension reaches the database about 220 ms after the previous
+/// one, with some 400 ms of the lease left. Both paths keep the lock for the whole 2 s
+/// run and are no overrun: the one-shot and `run_exclusive`.
+#[test]
+fn a_kept_alive_exclusive_run_over_a_slow_link_holds_its_lock_and_is_no_overrun() {
+    let server = PgServer::start();
+    let port = delaying_proxy(server.port(), ms(35));
+    let lock = pg_lock(
+        &format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"),
+        "a",
+    );
+    let other = pg_lock(&server.url(), "b");
+    lock.check().expect("connects through the proxy");
+    other.check().expect("connects");
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let spec = Exclusive::new(lock, "slow-link", ms(600)).keep_alive(ms(150));
+    // The run: 2 s of work, during which the other node keeps trying.
+    let run = move |other: Arc<PgLock>| {
+        let mut polls = 0;
+        let until = Instant::now() + sec(2);
+        while Instant::now() < until {
+            if let Some(stolen) = other.try_acquire("slow-link", sec(1)).unwrap() {
+                other.release(stolen, Duration::ZERO).unwrap();
+                return None;
+            }
+            polls += 1;
+            std::thread::sleep(ms(50));
+        }
+        Some(polls)
+    };
+    let o = other.clone();
+    let fut = pool
+        .schedule_exclusive(Duration::ZERO, spec.clone(), move |_| run(o))
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    let polls = fut.get().unwrap().unwrap().expect("the one-shot ran");
+    assert!(polls.expect("the other node never got the lock") >= 10);
+    let stats = pool.stats();
+    assert!(
+        stats.lock_extended >= 5,
+        "extended: {}",
+        stats.lock_extended
+    );
+    assert_eq!(
+        stats.lock_overruns, 0,
+        "a kept-alive one-shot is no overrun"
+    );
+
+    let polls = pool.run_exclusive(&spec, |_| run(other)).unwrap();
+    assert!(
+        polls
+            .expect("ran")
+            .expect("the other node never got the lock")
+            >= 10
+    );
+    let after = pool.stats();
+    assert!(
+        after.lock_extended >= stats.lock_extended + 5,
+        "extended: {}",
+        after.lock_extended - stats.lock_extended
+    );
+    assert_eq!(
+        after.lock_overruns, 0,
+        "a kept-alive run_exclusive is no overrun"
+    );
+    pool.close();
+}
+
+/// A TCP proxy on loopback to the local port `target` that forwards both ways until it
+/// sees a client bind the release statement (the one prepared with `GREATEST(` in its
+/// text): it forwards that request up to its `Sync`, lets the server run it to the end
+/// and close, and closes the client's side without forwarding the reply (a connection
+/// lost after the release committed). It does so once; later connections, and the rest
+/// of the traffic, pass untouched. Its port, and how many releases it cut.
+///
+/// It reads the client's side as PostgreSQL's frontend protocol (an untyped startup
+/// message, then typed ones), so the connection must not ask for TLS.
+fn release_cutting_proxy(target: u16) -> (u16, Arc<AtomicUsize>) {
+    use std::io::Write;
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::AtomicBool;
+
+    /// The client's messages, read as they pass: the release statement's name, and
+    /// whether its bind (then the `Sync` after it) has gone by.
+    #[derive(Default)]
+    struct Frontend {
+        buf: Vec<u8>,
+        started: bool,
+        release: Option<Vec<u8>>,
+        bound: bool,
+        synced: bool,
+    }
+    impl Frontend {
+        fn feed(&mut self, bytes: &[u8]) {
+            self.buf.extend_from_slice(bytes);
+            loop {
+                let head = usize::from(self.started);
+                let Some(len) = self.buf.get(head..head + 4) else {
+                    return;
+                };
+                let end = head + u32::from_be_bytes(len.try_into().unwrap()) as usize;
+                if self.buf.len() < end {
+                    return;
+                }
+                let msg: Vec<u8> = self.buf.drain(..end).collect();
+                if !self.started {
+                    // SSLRequest and GSSENCRequest come before the startup message.
+                    let code = u32::from_be_bytes(msg[4..8].try_into().unwrap());
+                    self.started = !matches!(code, 80_877_103 | 80_877_104);
+                    continue;
+                }
+                let body = &msg[5..];
+                let mut strings = body.split(|&b| b == 0);
+                match msg[0] {
+                    b'P' => {
+                        let (name, query) = (strings.next().unwrap(), strings.next().unwrap());
+                        if query.windows(9).any(|w| w == b"GREATEST(") {
+                            self.release = Some(name.to_vec());
+                        }
+                    }
+                    b'B' => {
+                        let statement = strings.nth(1).unwrap();
+                        self.bound |= self.release.as_deref() == Some(statement);
+                    }
+                    b'S' => self.synced |= self.bound,
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    let cuts = Arc::new(AtomicUsize::new(0));
+    let armed = Arc::new(AtomicBool::new(true));
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let port = listener.local_addr().unwrap().port();
+    let counted = cuts.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { break };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)) else {
+                continue; // the client sees its connection closed
+            };
+            let _ = (client.set_nodelay(true), server.set_nodelay(true));
+            let (Ok(mut from_client), Ok(mut to_client)) = (client.try_clone(), client.try_clone())
+            else {
+                continue;
+            };
+            let Ok(mut from_server) = server.try_clone() else {
+                continue;
+            };
+            // Set before the release reaches the server, so its reply is never forwarded.
+            let cut = Arc::new(AtomicBool::new(false));
+            let (cut_up, armed, counted) = (cut.clone(), armed.clone(), counted.clone());
+            std::thread::spawn(move || {
+                let mut frontend = Frontend::default();
+                let mut buf = vec![0; 64 * 1024];
+                while let Ok(n @ 1..) = from_client.read(&mut buf) {
+                    frontend.feed(&buf[..n]);
+                    let cutting = cut_up.load(Ordering::SeqCst)
+                        || (frontend.bound && armed.swap(false, Ordering::SeqCst));
+                    if cutting && !cut_up.swap(true, Ordering::SeqCst) {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    if cutting && frontend.synced {
+                        break; // the server runs the release, reads the end, and closes
+                    }
+                }
+                let _ = server.shutdown(Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 64 * 1024];
+                while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                    if !cut.load(Ordering::SeqCst) && to_client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                // Read to the server's end: the release has committed, and its reply is
+                // dropped here.
+                let _ = client.shutdown(if cut.load(Ordering::SeqCst) {
+                    Shutdown::Both
+                } else {
+                    Shutdown::Write
+                });
+            });
+        }
+    });
+    (port, cuts)
+}
+
+/// A release that commits but whose reply is lost with its connection is retried on a
+/// new one, which finds the lease already ended. With the row's token still the lease's,
+/// nobody took the lock meanwhile: the run held it to its end and is no overrun. The
+/// row is left as that first release made it: the lease's token, the lock free.
+#[test]
+fn a_release_whose_reply_is_lost_with_its_connection_is_no_overrun() {
+    let server = PgServer::start();
+    let (port, cuts) = release_cutting_proxy(server.port());
+    let lock = pg_lock(
+        &format!("host=127.0.0.1 port={port} user=postgres dbname=postgres sslmode=disable"),
+        "a",
+    );
+    let other = pg_lock(&server.url(), "b");
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let spec = Exclusive::new(lock, "lost-reply", sec(10)).keep_alive(ms(100));
+    let fut = pool
+        .schedule_exclusive(Duration::ZERO, spec, |_| {
+            std::thread::sleep(ms(250));
+            true
+        })
+        .unwrap();
+    assert!(fut.wait_timeout(BOUND));
+    assert_eq!(fut.get().unwrap().unwrap(), Some(true));
+    assert_eq!(
+        cuts.load(Ordering::SeqCst),
+        1,
+        "the release's reply was lost"
+    );
+    let s = pool.stats();
+    assert_eq!(
+        (s.lock_acquired, s.lock_failed, s.lock_overruns),
+        (1, 0, 0),
+        "released once, no overrun"
+    );
+    pool.close();
+
+    let row = server
+        .client()
+        .query_one(
+            "SELECT token, locked_by FROM schedpool_locks WHERE name = 'lost-reply'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, i64>(0), row.get::<_, String>(1)),
+        (1, "a".to_owned()),
+        "nobody else acquired"
+    );
+    let lease = other
+        .try_acquire("lost-reply", sec(10))
+        .unwrap()
+        .expect("the first release freed the lock");
+    assert_eq!(lease.token(), 2);
+    assert!(other.release(lease, Duration::ZERO).unwrap());
 }
 
 #[test]

@@ -25,10 +25,18 @@
 //!
 //! Faults: after an error on a closed connection, the thread drops it and connects again
 //! at the next call (a restarted or unreachable server costs the calls made meanwhile,
-//! each failing within the bound). If a call times out because the thread is stuck (a
-//! server that stopped answering without closing the socket), the thread is abandoned: it
-//! ends after its current statement, and the next call starts a fresh one, at most
-//! [`MAX_ABANDONED`] of them at a time.
+//! each failing within the bound). A call that loses a connection opened before it is
+//! retried once on a new one, within its bound; its first try may have committed with
+//! the reply lost. An acquisition that did makes the retry find the lock held (LK1): the
+//! run is skipped and that lease runs out unused. An extension that did is extended
+//! again. A release that did makes the retry find the lease over; it then reads the
+//! row's token: still the lease's, no node has acquired the lock since the lease began
+//! (LK2), so the lease ended by this release (or ran out with nobody after it) and the
+//! release answers valid; a changed token keeps the answer "no longer valid" (an
+//! overrun). If a call times out because the thread is stuck (a server that stopped
+//! answering without closing the socket), the thread is abandoned: it ends after its
+//! current statement, and the next call starts a fresh one, at most [`MAX_ABANDONED`] of
+//! them at a time.
 
 use std::fmt;
 use std::str::FromStr;

@@ -37,13 +37,21 @@ pub(super) fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Reques
             session = None;
             if !fresh && Instant::now() < req.give_up {
                 // The server closed a connection that was open before this request (a
-                // restart, a dropped connection): try once more on a new one. Safe for
-                // both statements: a release is keyed by its token, and an acquisition
-                // that did commit before the drop makes the retry find the lock held
-                // (LK1), so the run is skipped and that lease runs out by itself.
+                // restart, a dropped connection): try once more on a new one. The first
+                // try may have committed with its reply lost. An acquisition that did
+                // makes the retry find the lock held (LK1), so the run is skipped and
+                // that lease runs out by itself; an extension that did is extended again.
+                // A release that did makes the retry find the lease over: `released`
+                // tells that apart from a lease another node took over.
                 result = run(shared, &mut session, &req.op);
                 if connection_lost(&result, &session) {
                     session = None;
+                } else if let (Op::Release { name, token, .. }, Ok(Answer::Released(false))) =
+                    (&req.op, &result)
+                {
+                    if released(shared, &mut session, name, *token) {
+                        result = Ok(Answer::Released(true));
+                    }
                 }
             }
         }
@@ -57,12 +65,53 @@ pub(super) fn serve(shared: &Shared, generation: u64, rx: &mpsc::Receiver<Reques
     }
 }
 
+/// After a release retried on a new connection found its lease no longer valid: whether
+/// the lock's row still carries the lease's token. Every acquisition gives the row a new
+/// token (LK2), so an unchanged one means no node has taken the lock since the lease
+/// began: the lease ended by this release's first try, whose reply was lost, or ran out
+/// with nobody after it; either way no other node held the lock while the run went on.
+/// `false` for a changed token, a missing row, or a question that failed (the retry's
+/// answer stands).
+fn released(shared: &Shared, session: &mut Option<Session>, name: &str, token: u64) -> bool {
+    let Some(s) = session.as_mut() else {
+        return false;
+    };
+    let lease = i64::try_from(token).unwrap_or(i64::MAX);
+    let row: Result<_, LockError> = s
+        .client
+        .query_opt(
+            &format!("SELECT token FROM {} WHERE name = $1", shared.table),
+            &[&name],
+        )
+        .map_err(|e| LockError::Store(Box::new(e)));
+    let unchanged = match &row {
+        Ok(row) => row.as_ref().is_some_and(|r| r.get::<_, i64>(0) == lease),
+        Err(_) => false,
+    };
+    if connection_lost(&row, session) {
+        *session = None;
+    }
+    if unchanged {
+        crate::user::traced(|| {
+            tracing::debug!(
+                target: "schedpool",
+                node = %shared.node,
+                lock = name,
+                token,
+                "a release's reply was lost with its connection; its retry found the lease \
+                 ended and no other holder since"
+            )
+        });
+    }
+    unchanged
+}
+
 /// Whether a failed call lost its connection: the client saw it close, the error says so,
 /// or the server's error is of the connection kind (SQLSTATE class 08, or 57P01–57P03: the
 /// backend was terminated, or the server is shutting down or not yet accepting). Right
 /// after `pg_terminate_backend` the server's FATAL 57P01 can arrive before the client
 /// marks itself closed, so the client's flag alone missed it, now and then.
-fn connection_lost(result: &Result<Answer, LockError>, session: &Option<Session>) -> bool {
+fn connection_lost<T>(result: &Result<T, LockError>, session: &Option<Session>) -> bool {
     let Err(err) = result else {
         return false;
     };
