@@ -175,6 +175,58 @@ fn schedpool(p: &Params) -> (Tally, (u64, u64)) {
     (tally, switches)
 }
 
+/// schedpool's queue without its async face: the consumer sleeps on tokio's own timer
+/// until the head's deadline (`peek_deadline`) and takes what is due with `poll_entry`.
+/// The same work as `expirations()`, with tokio's timer wheel in place of the queue's
+/// timer thread: what a timer of the runtime's own would cost.
+fn schedpool_on_tokio_timer(p: &Params) -> (Tally, (u64, u64)) {
+    let rt = runtime(p);
+    let tally = rt.block_on(async {
+        let q = schedpool::DelayQueue::new();
+        let mut keys: Vec<_> = (0..p.conns).map(|i| q.offer(i, p.first(i))).collect();
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut tick = rearm_tick(p);
+        let end = tokio::time::sleep(p.run);
+        tokio::pin!(end);
+        let far = || tokio::time::Instant::now() + Duration::from_secs(3600);
+        let head = tokio::time::sleep_until(far());
+        tokio::pin!(head);
+        let mut armed: Option<Instant> = None;
+        let mut t = Tally::default();
+        loop {
+            let next = q.peek_deadline();
+            if next != armed {
+                armed = next;
+                head.as_mut().reset(next.map_or_else(far, tokio::time::Instant::from_std));
+            }
+            tokio::select! {
+                biased;
+                _ = &mut end => break,
+                _ = tick.tick() => {
+                    let i = rng.below(p.conns);
+                    if q.reset(keys[i as usize], p.timeout) {
+                        t.rearmed += 1;
+                    }
+                }
+                _ = &mut head => {
+                    while let Some(e) = q.poll_entry() {
+                        let late = Instant::now().saturating_duration_since(e.deadline());
+                        t.lateness_us.push(late.as_micros() as u64);
+                        t.expired += 1;
+                        let i = e.into_inner();
+                        keys[i as usize] = q.offer(i, p.timeout);
+                    }
+                    armed = None; // re-arm for the new head
+                }
+            }
+        }
+        t
+    });
+    let switches = context_switches();
+    drop(rt);
+    (tally, switches)
+}
+
 fn tokio_util(p: &Params) -> (Tally, (u64, u64)) {
     let rt = runtime(p);
     let tally = rt.block_on(async {
@@ -234,7 +286,11 @@ fn main() {
         p.workers
     );
     type Run = fn(&Params) -> (Tally, (u64, u64));
-    let systems: [(&str, Run); 2] = [("schedpool", schedpool), ("tokio-util", tokio_util)];
+    let systems: [(&str, Run); 3] = [
+        ("schedpool", schedpool),
+        ("schedpool-on-tokio-timer", schedpool_on_tokio_timer),
+        ("tokio-util", tokio_util),
+    ];
     for (name, run) in systems {
         if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
             continue;
@@ -244,7 +300,7 @@ fn main() {
         let cpu = cpu_time() - cpu0;
         t.lateness_us.sort_unstable();
         println!(
-            "{name:>10}: cpu {:.2} s, {} expired, {} re-armed, {vol} voluntary + {invol} \
+            "{name:>24}: cpu {:.2} s, {} expired, {} re-armed, {vol} voluntary + {invol} \
              involuntary context switches, lateness p50 {} us p99 {} us max {} us",
             cpu.as_secs_f64(),
             t.expired,

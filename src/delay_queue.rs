@@ -358,6 +358,41 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// assert!(next(&mut expired).await.is_none(), "and stays ended");
     /// # });
     /// ```
+    ///
+    /// What it costs: the queue's timer thread sleeps until the head's deadline and wakes
+    /// the stream from there, so each expiration costs that thread a wake-up besides the
+    /// consumer's, and the stream gets each element within tens of microseconds of its
+    /// deadline. A queue that sleeps on the async runtime's own timer wheel shares those
+    /// wake-ups with the runtime's other timers, at the wheel's millisecond; on tokio,
+    /// with many expirations a second, the consumer can do the same, which costs what
+    /// tokio-util's `DelayQueue` costs (`docs/BENCHMARKS.md`, "Idle timeouts through
+    /// `expirations()`"):
+    ///
+    /// ```
+    /// use schedpool::DelayQueue;
+    /// use std::time::Duration;
+    /// use tokio::time::{sleep_until, Instant};
+    ///
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    /// # rt.block_on(async {
+    /// let q = DelayQueue::new();
+    /// q.offer("idle", Duration::from_millis(5));
+    /// let mut closed = Vec::new();
+    /// while closed.is_empty() {
+    ///     // Asleep on tokio's timer until the head is due (a long nap with no head; an
+    ///     // element offered ahead of the head must wake this loop, by a channel say).
+    ///     let head = q.peek_deadline().map_or_else(
+    ///         || Instant::now() + Duration::from_secs(3600),
+    ///         Instant::from_std,
+    ///     );
+    ///     sleep_until(head).await;
+    ///     while let Some(e) = q.poll_entry() {
+    ///         closed.push(e.into_inner());
+    ///     }
+    /// }
+    /// assert_eq!(closed, ["idle"]);
+    /// # });
+    /// ```
     pub fn expirations(&self) -> Expirations<T> {
         Expirations {
             waiting: Waiting::new(&self.inner),
