@@ -72,6 +72,15 @@ struct Tally {
     lateness_us: Vec<u64>,
 }
 
+impl Tally {
+    /// An element due at `deadline` came out now.
+    fn expired(&mut self, deadline: Instant) {
+        let late = Instant::now().saturating_duration_since(deadline);
+        self.lateness_us.push(late.as_micros() as u64);
+        self.expired += 1;
+    }
+}
+
 struct XorShift(u64);
 
 impl XorShift {
@@ -131,6 +140,16 @@ fn runtime(p: &Params) -> tokio::runtime::Runtime {
         .expect("a tokio runtime")
 }
 
+/// Runs `work` on a fresh runtime; its tally and the context switches of the threads alive
+/// at its end.
+fn on_runtime(p: &Params, work: impl std::future::Future<Output = Tally>) -> (Tally, (u64, u64)) {
+    let rt = runtime(p);
+    let tally = rt.block_on(work);
+    let switches = context_switches();
+    drop(rt);
+    (tally, switches)
+}
+
 fn rearm_tick(p: &Params) -> tokio::time::Interval {
     let mut tick = tokio::time::interval(Duration::from_nanos(1_000_000_000 / p.rearms_per_s));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
@@ -138,8 +157,7 @@ fn rearm_tick(p: &Params) -> tokio::time::Interval {
 }
 
 fn schedpool(p: &Params) -> (Tally, (u64, u64)) {
-    let rt = runtime(p);
-    let tally = rt.block_on(async {
+    on_runtime(p, async {
         let q = schedpool::DelayQueue::new();
         let mut keys: Vec<_> = (0..p.conns).map(|i| q.offer(i, p.first(i))).collect();
         let mut expired = q.expirations();
@@ -160,19 +178,14 @@ fn schedpool(p: &Params) -> (Tally, (u64, u64)) {
                 }
                 e = poll_fn(|cx| std::pin::Pin::new(&mut expired).poll_next(cx)) => {
                     let e = e.expect("the queue stays open");
-                    let late = Instant::now().saturating_duration_since(e.deadline());
-                    t.lateness_us.push(late.as_micros() as u64);
-                    t.expired += 1;
+                    t.expired(e.deadline());
                     let i = e.into_inner();
                     keys[i as usize] = q.offer(i, p.timeout);
                 }
             }
         }
         t
-    });
-    let switches = context_switches();
-    drop(rt);
-    (tally, switches)
+    })
 }
 
 /// schedpool's queue without its async face: the consumer sleeps on tokio's own timer
@@ -180,8 +193,7 @@ fn schedpool(p: &Params) -> (Tally, (u64, u64)) {
 /// The same work as `expirations()`, with tokio's timer wheel in place of the queue's
 /// timer thread: what a timer of the runtime's own would cost.
 fn schedpool_on_tokio_timer(p: &Params) -> (Tally, (u64, u64)) {
-    let rt = runtime(p);
-    let tally = rt.block_on(async {
+    on_runtime(p, async {
         let q = schedpool::DelayQueue::new();
         let mut keys: Vec<_> = (0..p.conns).map(|i| q.offer(i, p.first(i))).collect();
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
@@ -197,7 +209,8 @@ fn schedpool_on_tokio_timer(p: &Params) -> (Tally, (u64, u64)) {
             let next = q.peek_deadline();
             if next != armed {
                 armed = next;
-                head.as_mut().reset(next.map_or_else(far, tokio::time::Instant::from_std));
+                head.as_mut()
+                    .reset(next.map_or_else(far, tokio::time::Instant::from_std));
             }
             tokio::select! {
                 biased;
@@ -210,9 +223,7 @@ fn schedpool_on_tokio_timer(p: &Params) -> (Tally, (u64, u64)) {
                 }
                 _ = &mut head => {
                     while let Some(e) = q.poll_entry() {
-                        let late = Instant::now().saturating_duration_since(e.deadline());
-                        t.lateness_us.push(late.as_micros() as u64);
-                        t.expired += 1;
+                        t.expired(e.deadline());
                         let i = e.into_inner();
                         keys[i as usize] = q.offer(i, p.timeout);
                     }
@@ -221,15 +232,11 @@ fn schedpool_on_tokio_timer(p: &Params) -> (Tally, (u64, u64)) {
             }
         }
         t
-    });
-    let switches = context_switches();
-    drop(rt);
-    (tally, switches)
+    })
 }
 
 fn tokio_util(p: &Params) -> (Tally, (u64, u64)) {
-    let rt = runtime(p);
-    let tally = rt.block_on(async {
+    on_runtime(p, async {
         let mut q = tokio_util::time::DelayQueue::with_capacity(p.conns as usize);
         let mut keys: Vec<_> = (0..p.conns).map(|i| q.insert(i, p.first(i))).collect();
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
@@ -248,19 +255,14 @@ fn tokio_util(p: &Params) -> (Tally, (u64, u64)) {
                 }
                 e = poll_fn(|cx| q.poll_expired(cx)) => {
                     let e = e.expect("the queue is never empty");
-                    let late = Instant::now().saturating_duration_since(e.deadline().into_std());
-                    t.lateness_us.push(late.as_micros() as u64);
-                    t.expired += 1;
+                    t.expired(e.deadline().into_std());
                     let i = e.into_inner();
                     keys[i as usize] = q.insert(i, p.timeout);
                 }
             }
         }
         t
-    });
-    let switches = context_switches();
-    drop(rt);
-    (tally, switches)
+    })
 }
 
 fn percentile(sorted: &[u64], q: f64) -> u64 {
