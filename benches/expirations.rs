@@ -23,7 +23,9 @@
 //! strace -f -c -e trace=futex target/release/deps/expirations-* schedpool
 //! ```
 //!
-//! Usage: `cargo bench --bench expirations [-- schedpool|tokio-util]` (both by default).
+//! Usage: `cargo bench --features tokio --bench expirations [-- SYSTEM]`, SYSTEM one of
+//! `schedpool` (`expirations()`), `schedpool-on-tokio-timer` (`expirations()
+//! .on_tokio_timer()`, with the feature) and `tokio-util` (all by default).
 //! Results: `docs/BENCHMARKS.md`, "Idle timeouts through `expirations()`".
 
 use std::future::poll_fn;
@@ -157,10 +159,18 @@ fn rearm_tick(p: &Params) -> tokio::time::Interval {
 }
 
 fn schedpool(p: &Params) -> (Tally, (u64, u64)) {
+    schedpool_with(p, schedpool::DelayQueue::expirations)
+}
+
+/// The workload on schedpool's queue, through the stream `stream` makes.
+fn schedpool_with(
+    p: &Params,
+    stream: impl FnOnce(&schedpool::DelayQueue<u32>) -> schedpool::Expirations<u32>,
+) -> (Tally, (u64, u64)) {
     on_runtime(p, async {
         let q = schedpool::DelayQueue::new();
         let mut keys: Vec<_> = (0..p.conns).map(|i| q.offer(i, p.first(i))).collect();
-        let mut expired = q.expirations();
+        let mut expired = stream(&q);
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
         let mut tick = rearm_tick(p);
         let end = tokio::time::sleep(p.run);
@@ -188,51 +198,11 @@ fn schedpool(p: &Params) -> (Tally, (u64, u64)) {
     })
 }
 
-/// schedpool's queue without its async face: the consumer sleeps on tokio's own timer
-/// until the head's deadline (`peek_deadline`) and takes what is due with `poll_entry`.
-/// The same work as `expirations()`, with tokio's timer wheel in place of the queue's
-/// timer thread: what a timer of the runtime's own would cost.
+/// `expirations().on_tokio_timer()` (feature `tokio`): the stream asleep on tokio's timer
+/// wheel instead of the queue's timer thread.
+#[cfg(feature = "tokio")]
 fn schedpool_on_tokio_timer(p: &Params) -> (Tally, (u64, u64)) {
-    on_runtime(p, async {
-        let q = schedpool::DelayQueue::new();
-        let mut keys: Vec<_> = (0..p.conns).map(|i| q.offer(i, p.first(i))).collect();
-        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-        let mut tick = rearm_tick(p);
-        let end = tokio::time::sleep(p.run);
-        tokio::pin!(end);
-        let far = || tokio::time::Instant::now() + Duration::from_secs(3600);
-        let head = tokio::time::sleep_until(far());
-        tokio::pin!(head);
-        let mut armed: Option<Instant> = None;
-        let mut t = Tally::default();
-        loop {
-            let next = q.peek_deadline();
-            if next != armed {
-                armed = next;
-                head.as_mut()
-                    .reset(next.map_or_else(far, tokio::time::Instant::from_std));
-            }
-            tokio::select! {
-                biased;
-                _ = &mut end => break,
-                _ = tick.tick() => {
-                    let i = rng.below(p.conns);
-                    if q.reset(keys[i as usize], p.timeout) {
-                        t.rearmed += 1;
-                    }
-                }
-                _ = &mut head => {
-                    while let Some(e) = q.poll_entry() {
-                        t.expired(e.deadline());
-                        let i = e.into_inner();
-                        keys[i as usize] = q.offer(i, p.timeout);
-                    }
-                    armed = None; // re-arm for the new head
-                }
-            }
-        }
-        t
-    })
+    schedpool_with(p, |q| q.expirations().on_tokio_timer())
 }
 
 fn tokio_util(p: &Params) -> (Tally, (u64, u64)) {
@@ -288,12 +258,13 @@ fn main() {
         p.workers
     );
     type Run = fn(&Params) -> (Tally, (u64, u64));
-    let systems: [(&str, Run); 3] = [
+    let systems: &[(&str, Run)] = &[
         ("schedpool", schedpool),
+        #[cfg(feature = "tokio")]
         ("schedpool-on-tokio-timer", schedpool_on_tokio_timer),
         ("tokio-util", tokio_util),
     ];
-    for (name, run) in systems {
+    for &(name, run) in systems {
         if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
             continue;
         }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::{self, AdvanceListener, Clock, ManualClock};
 use crate::queue::Handle;
-use crate::queue::{BlockingQueue, TimedEntry};
+use crate::queue::{AsyncTake, BlockingQueue, TimedEntry};
 use crate::sync::{unique_id, Arc, Weak};
 
 /// An unbounded blocking queue whose elements become available at their deadline
@@ -58,47 +58,7 @@ pub struct DelayKey {
 /// once the queue is closed and nothing is due.
 #[must_use = "a future does nothing unless polled"]
 pub struct NextExpired<T> {
-    waiting: Waiting<T>,
-}
-
-/// What an async take of a queue holds: the queue's core, and the number its waker is
-/// registered under there, so that dropping the take removes its own registration and no
-/// other take's (I8 in `queue/mod.rs`). Shared by [`NextExpired`] and [`Expirations`].
-struct Waiting<T> {
-    queue: Arc<BlockingQueue<TimedEntry<T>>>,
-    /// This take's number (process-wide unique).
-    take: u64,
-    /// A poll registered a waker that may still be in the queue.
-    registered: bool,
-}
-
-impl<T: Send + 'static> Waiting<T> {
-    fn new(queue: &Arc<BlockingQueue<TimedEntry<T>>>) -> Self {
-        Waiting {
-            queue: Arc::clone(queue),
-            take: crate::sync::unique_id(),
-            registered: false,
-        }
-    }
-
-    /// One poll of the async take.
-    fn poll(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<(TimedEntry<T>, Handle)>> {
-        let polled = self.queue.poll_take_keyed(cx, self.take);
-        // A ready poll registered nothing; a pending one left its waker in the queue.
-        self.registered = polled.is_pending();
-        polled
-    }
-}
-
-impl<T> Drop for Waiting<T> {
-    fn drop(&mut self) {
-        if self.registered {
-            self.queue.forget_waker(self.take);
-        }
-    }
+    waiting: AsyncTake<TimedEntry<T>>,
 }
 
 impl<T: Send + 'static> std::future::Future for NextExpired<T> {
@@ -125,7 +85,7 @@ impl<T: Send + 'static> std::future::Future for NextExpired<T> {
 /// other waiter, and kept between consecutive waits).
 #[must_use = "streams do nothing unless polled"]
 pub struct Expirations<T> {
-    waiting: Waiting<T>,
+    waiting: AsyncTake<TimedEntry<T>>,
     id: u64,
 }
 
@@ -139,15 +99,94 @@ impl<T: Send + 'static> futures_core::Stream for Expirations<T> {
         let id = self.id;
         let polled = self.waiting.poll(cx);
         polled.map(|taken| {
-            taken.map(|(entry, handle)| expired(&self.waiting.queue, id, entry, handle))
+            taken.map(|(entry, handle)| expired(self.waiting.queue(), id, entry, handle))
         })
+    }
+}
+
+/// The text of `on_tokio_timer`, shared by the future and the stream.
+#[cfg(feature = "tokio")]
+macro_rules! on_tokio_timer_doc {
+    ($what:literal) => {
+        concat!(
+            "Sleeps on tokio's timer instead of the queue's timer thread (feature `tokio`): ",
+            "each pending poll arms a `tokio::time::Sleep` at the head's deadline, and the ",
+            "queue's thread wakes this ",
+            $what,
+            " only for an earlier head or a close. ",
+            "Expirations then share the runtime's timer wheel and its wake-ups, as ",
+            "tokio-util's `DelayQueue` does: with many expirations a second that is less ",
+            "than half the CPU time of the queue's thread, at the wheel's millisecond ",
+            "(elements come up to a millisecond or so after their deadline, where the ",
+            "queue's thread is within tens of microseconds; `docs/BENCHMARKS.md`, \"Idle ",
+            "timeouts through `expirations()`\").\n\n",
+            "The runtime must have its timers on (`enable_time` or `enable_all`; ",
+            "`#[tokio::main]` has them), as for `tokio::time::sleep`. Polled outside a tokio ",
+            "runtime, or on a queue with a `ManualClock`, it sleeps on the queue's thread as ",
+            "before. tokio's paused time (`test-util`) does not move the queue's deadlines, ",
+            "which are real time."
+        )
+    };
+}
+
+impl<T: Send + 'static> NextExpired<T> {
+    #[doc = on_tokio_timer_doc!("future")]
+    ///
+    /// ```
+    /// use schedpool::DelayQueue;
+    /// use std::time::Duration;
+    ///
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    /// # rt.block_on(async {
+    /// let q = DelayQueue::new();
+    /// q.offer("soon", Duration::from_millis(5));
+    /// assert_eq!(q.next_expired().on_tokio_timer().await, Some("soon"));
+    /// # });
+    /// ```
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn on_tokio_timer(mut self) -> Self {
+        self.waiting.use_tokio_timer();
+        self
+    }
+}
+
+impl<T: Send + 'static> Expirations<T> {
+    #[doc = on_tokio_timer_doc!("stream")]
+    ///
+    /// ```
+    /// use schedpool::DelayQueue;
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use std::time::Duration;
+    /// use futures_core::Stream;
+    ///
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    /// # rt.block_on(async {
+    /// let q = DelayQueue::new();
+    /// q.offer("later", Duration::from_millis(20));
+    /// let mut expired = q.expirations().on_tokio_timer();
+    /// let offer_earlier = async {
+    ///     tokio::time::sleep(Duration::from_millis(1)).await;
+    ///     q.offer("earlier", Duration::from_millis(2)); // before the armed head: woken
+    /// };
+    /// let next = poll_fn(|cx| Pin::new(&mut expired).poll_next(cx));
+    /// let (first, ()) = tokio::join!(next, offer_earlier);
+    /// assert_eq!(first.unwrap().into_inner(), "earlier");
+    /// # });
+    /// ```
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub fn on_tokio_timer(mut self) -> Self {
+        self.waiting.use_tokio_timer();
+        self
     }
 }
 
 impl<T> fmt::Debug for Expirations<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Expirations")
-            .field("waiting", &self.waiting.registered)
+            .field("waiting", &self.waiting.registered())
             .finish()
     }
 }
@@ -169,7 +208,7 @@ fn expired<T>(
 impl<T> fmt::Debug for NextExpired<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NextExpired")
-            .field("waiting", &self.waiting.registered)
+            .field("waiting", &self.waiting.registered())
             .finish()
     }
 }
@@ -324,7 +363,7 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// ```
     pub fn next_expired(&self) -> NextExpired<T> {
         NextExpired {
-            waiting: Waiting::new(&self.inner),
+            waiting: AsyncTake::new(&self.inner),
         }
     }
 
@@ -362,40 +401,13 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// What it costs: the queue's timer thread sleeps until the head's deadline and wakes
     /// the stream from there, so each expiration costs that thread a wake-up besides the
     /// consumer's, and the stream gets each element within tens of microseconds of its
-    /// deadline. A queue that sleeps on the async runtime's own timer wheel shares those
-    /// wake-ups with the runtime's other timers, at the wheel's millisecond; on tokio,
-    /// with many expirations a second, the consumer can do the same, which costs what
-    /// tokio-util's `DelayQueue` costs (`docs/BENCHMARKS.md`, "Idle timeouts through
-    /// `expirations()`"):
-    ///
-    /// ```
-    /// use schedpool::DelayQueue;
-    /// use std::time::Duration;
-    /// use tokio::time::{sleep_until, Instant};
-    ///
-    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-    /// # rt.block_on(async {
-    /// let q = DelayQueue::new();
-    /// q.offer("idle", Duration::from_millis(5));
-    /// let mut closed = Vec::new();
-    /// while closed.is_empty() {
-    ///     // Asleep on tokio's timer until the head is due (a long nap with no head; an
-    ///     // element offered ahead of the head must wake this loop, by a channel say).
-    ///     let head = q.peek_deadline().map_or_else(
-    ///         || Instant::now() + Duration::from_secs(3600),
-    ///         Instant::from_std,
-    ///     );
-    ///     sleep_until(head).await;
-    ///     while let Some(e) = q.poll_entry() {
-    ///         closed.push(e.into_inner());
-    ///     }
-    /// }
-    /// assert_eq!(closed, ["idle"]);
-    /// # });
-    /// ```
+    /// deadline. On tokio, with many expirations a second,
+    /// `Expirations::on_tokio_timer` (feature `tokio`) puts the stream
+    /// to sleep on the runtime's timer wheel instead: the CPU time of tokio-util's
+    /// `DelayQueue`, at the wheel's millisecond.
     pub fn expirations(&self) -> Expirations<T> {
         Expirations {
-            waiting: Waiting::new(&self.inner),
+            waiting: AsyncTake::new(&self.inner),
             id: self.id,
         }
     }

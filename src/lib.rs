@@ -109,7 +109,9 @@
 //! - `tokio`: [`AsyncRuntime`] for tokio's `Handle` and `Runtime`, so that async jobs
 //!   ([`ScheduledThreadPoolExecutor::schedule_async`] and its periodic forms) await on a
 //!   tokio runtime (its timers and IO). The async jobs themselves and [`ParkingRuntime`]
-//!   need no feature.
+//!   need no feature. And `on_tokio_timer` for a [`DelayQueue`]'s async takes
+//!   (`NextExpired::on_tokio_timer`, `Expirations::on_tokio_timer`): they sleep on
+//!   tokio's timer wheel instead of the queue's thread.
 
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]

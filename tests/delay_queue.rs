@@ -1439,3 +1439,110 @@ fn expirations_wake_once_per_batch_and_not_for_a_later_head() {
         "one wake per batch, no other"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// `on_tokio_timer` (feature `tokio`): the async takes asleep on tokio's timer
+// ---------------------------------------------------------------------------------------
+
+#[cfg(feature = "tokio")]
+mod on_tokio_timer {
+    use super::*;
+    use futures_core::Stream;
+    use std::future::poll_fn;
+    use std::pin::Pin;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    async fn next<S: Stream + Unpin>(s: &mut S) -> Option<S::Item> {
+        poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)).await
+    }
+
+    /// Elements 1 ms apart come out in order, none before its deadline.
+    #[test]
+    fn the_stream_yields_every_element_in_order_never_early() {
+        runtime().block_on(async {
+            let q = DelayQueue::new();
+            for i in 0..50u32 {
+                q.offer(i, ms(u64::from(i) + 1));
+            }
+            let mut s = q.expirations().on_tokio_timer();
+            for i in 0..50u32 {
+                let e = tokio::time::timeout(BOUND, next(&mut s))
+                    .await
+                    .expect("an element within the bound")
+                    .expect("open");
+                assert!(e.deadline() <= Instant::now(), "never before its deadline");
+                assert_eq!(e.into_inner(), i);
+            }
+        });
+    }
+
+    /// A take armed for a far head is woken for an earlier one (offered from another
+    /// task, so that nothing else polls it), for a head moved later it waits for the new
+    /// deadline, and a close ends it.
+    #[test]
+    fn an_earlier_head_a_later_head_and_a_close_reach_the_armed_take() {
+        let rt = runtime();
+        let q = Arc::new(DelayQueue::new());
+        q.offer("far", Duration::from_secs(3600));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let consumer = {
+            let mut s = q.expirations().on_tokio_timer();
+            rt.spawn(async move {
+                while let Some(e) = poll_fn(|cx| Pin::new(&mut s).poll_next(cx)).await {
+                    tx.send(e.into_inner()).unwrap();
+                }
+            })
+        };
+        rt.block_on(async {
+            tokio::time::sleep(ms(5)).await; // the consumer is armed for "far" by now, or
+                                             // sees these when it first polls
+            let moved = q.offer("moved", ms(5));
+            q.offer("next", ms(25));
+            assert!(q.reset(moved, ms(40)), "the new head, later");
+            for want in ["next", "moved"] {
+                let got = tokio::time::timeout(BOUND, rx.recv()).await;
+                assert_eq!(got.expect("woken before the bound"), Some(want));
+            }
+            q.close();
+            tokio::time::timeout(BOUND, consumer)
+                .await
+                .expect("closed: the stream ends")
+                .unwrap();
+        });
+    }
+
+    /// On a `ManualClock`, and polled outside a tokio runtime, the take sleeps on the
+    /// queue's timer as before.
+    #[test]
+    fn a_manual_clock_or_no_runtime_falls_back_to_the_queue_timer() {
+        let (clock, q) = manual::<&str>();
+        q.offer("virtual", Duration::from_secs(60));
+        let rt = runtime();
+        let waiting = {
+            let mut s = q.expirations().on_tokio_timer();
+            rt.spawn(async move {
+                let e = poll_fn(|cx| Pin::new(&mut s).poll_next(cx)).await;
+                e.map(schedpool::Expired::into_inner)
+            })
+        };
+        clock.advance(Duration::from_secs(60));
+        let got = rt.block_on(async { tokio::time::timeout(BOUND, waiting).await });
+        assert_eq!(got.expect("within the bound").unwrap(), Some("virtual"));
+
+        let real = DelayQueue::new();
+        real.offer("no runtime", ms(2));
+        let log = Arc::new(WakeLog {
+            owner: thread::current(),
+            by: std::sync::Mutex::new(BTreeSet::new()),
+        });
+        let got = block_on_recording(real.next_expired().on_tokio_timer(), &log);
+        assert_eq!(got, Some("no runtime"));
+    }
+}

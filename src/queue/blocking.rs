@@ -27,7 +27,7 @@ pub(crate) struct State<E> {
     /// Wakers of async takes waiting for a due entry (I8), each under the number of the
     /// take that registered it: a take that goes away removes its own registration only,
     /// also where several takes share one waker (two branches of one `select!`).
-    pub(super) async_waiters: Vec<(u64, Waker)>,
+    pub(super) async_waiters: Vec<AsyncWaiter>,
     /// The timer thread of the async takes runs (I8).
     pub(super) timer_running: bool,
     /// The deadline by which the running timer re-reads the queue unasked: the earliest
@@ -35,6 +35,38 @@ pub(crate) struct State<E> {
     /// makes a head earlier than this, or registers a waker while the head is, notifies
     /// the timer; a later head wakes no one (I8).
     pub(super) timer_until: Ticks,
+    /// The earliest deadline a take on its own timer armed for (`NEVER`: none): a head
+    /// before it notifies the timer, which wakes those takes (I8). Recomputed by
+    /// [`State::registrations_changed`] whenever a registration comes, goes or changes,
+    /// with `queue_timed`.
+    pub(super) own_min: Ticks,
+    /// Some registered take sleeps on the queue's timer.
+    pub(super) queue_timed: bool,
+    /// The last take to register sleeps on its own timer: the timer, lingering, expects
+    /// another such and follows no deadline (I8).
+    pub(super) last_own: bool,
+}
+
+impl<E> State<E> {
+    /// I8: `own_min` follows the registrations (a stale one could hold back the
+    /// notification a take on its own timer needs).
+    pub(super) fn registrations_changed(&mut self) {
+        let own = self.async_waiters.iter().filter_map(|w| w.own_until).min();
+        self.own_min = own.unwrap_or(NEVER);
+        self.queue_timed = self.async_waiters.iter().any(|w| w.own_until.is_none());
+    }
+}
+
+/// An async take's registration (I8).
+pub(crate) struct AsyncWaiter {
+    /// The take's number: a take that goes away removes its own registration only.
+    pub(super) take: u64,
+    pub(super) waker: Waker,
+    /// `None`: the queue's timer wakes the take when the head is due. `Some(d)`: the take
+    /// sleeps on its async runtime's timer until `d`, the head's deadline when it
+    /// registered (`NEVER`: there was none), and the queue's timer wakes it only for a
+    /// head before `d` or a close.
+    pub(super) own_until: Option<Ticks>,
 }
 
 impl<E: Timed> State<E> {
@@ -102,6 +134,9 @@ impl<E: Timed> BlockingQueue<E> {
                 async_waiters: Vec::new(),
                 timer_running: false,
                 timer_until: NEVER,
+                own_min: NEVER,
+                queue_timed: false,
+                last_own: false,
             }),
             signals: Signals::new(),
             timer_cv: Condvar::new(),
@@ -204,11 +239,24 @@ impl<E: Timed> BlockingQueue<E> {
         self.signal_timer_if_earlier(state);
     }
 
-    /// I8: notifies the running timer if the head falls before the deadline it sleeps to;
-    /// a head at or after it is seen when the timer wakes, so it costs no wake-up.
+    /// I8: notifies the running timer if the head falls before the deadline it sleeps to
+    /// for the takes on the queue's timer, or before one a take on its own timer armed
+    /// for; a head at or after both is seen when the timer wakes (or the take's timer
+    /// fires), so it costs no wake-up.
+    /// With no take registered nobody needs it: a take that registers later checks the
+    /// head against the timer's wake-up itself.
     #[inline]
     pub(super) fn signal_timer_if_earlier(&self, state: &State<E>) {
-        if state.timer_running && state.head_deadline().is_some_and(|d| d < state.timer_until) {
+        if !state.timer_running || state.async_waiters.is_empty() {
+            return;
+        }
+        let queue_timer = if state.queue_timed {
+            state.timer_until
+        } else {
+            NEVER
+        };
+        let wake_up = queue_timer.min(state.own_min);
+        if state.head_deadline().is_some_and(|d| d < wake_up) {
             self.timer_cv.notify_one();
         }
     }
@@ -224,12 +272,13 @@ impl<E> BlockingQueue<E> {
             let mut state = self.state.lock();
             let mut i = 0;
             while i < state.async_waiters.len() {
-                if state.async_waiters[i].0 == take {
-                    gone.push(state.async_waiters.swap_remove(i).1);
+                if state.async_waiters[i].take == take {
+                    gone.push(state.async_waiters.swap_remove(i).waker);
                 } else {
                     i += 1;
                 }
             }
+            state.registrations_changed();
             if state.timer_running && state.async_waiters.is_empty() {
                 self.timer_cv.notify_one();
             }

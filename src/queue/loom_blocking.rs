@@ -226,7 +226,7 @@ fn async_takes(q: &Arc<Q>, n: usize) -> Vec<Option<u32>> {
     let take = crate::sync::unique_id();
     (0..n)
         .map(|_| loop {
-            if let Poll::Ready(e) = q.poll_take_keyed(&mut cx, take) {
+            if let Poll::Ready(e) = q.poll_take_keyed(&mut cx, take, false, &mut None) {
                 break e.map(|(e, _)| e.value);
             }
             thread::park(); // until the timer thread wakes it (I8); a lost wake-up deadlocks
@@ -244,6 +244,7 @@ fn loom_async_take_vs_advance() {
         let poller = async_poller(&q);
         clock.advance(Duration::from_millis(10));
         assert_eq!(poller.join().unwrap(), Some(7));
+        q.close(); // the queue's timer exits (on virtual time it has no linger to end)
     });
 }
 
@@ -272,6 +273,7 @@ fn loom_async_take_vs_an_earlier_head() {
         offer(&q, 10, 7);
         clock.advance(Duration::from_millis(10));
         assert_eq!(poller.join().unwrap(), Some(7));
+        q.close(); // the queue's timer exits (on virtual time it has no linger to end)
     });
 }
 
@@ -293,5 +295,57 @@ fn loom_async_stream_vs_advances_and_a_later_head() {
         assert!(q.lock().update(second, |e| e.deadline = 30 * MS));
         clock.advance(Duration::from_millis(20));
         assert_eq!(consumer.join().unwrap(), [Some(7), Some(8)]);
+    });
+}
+
+/// I8 for a take on its own timer (a runtime's, as `on_tokio_timer`'s): it registers with
+/// the head's deadline and sleeps until its own timer fires there; the queue's timer wakes
+/// it only for an earlier head. Here the own timer is `armed`, which the advancing thread
+/// fires (an unpark) once the clock reaches it, and which fires at once when armed at a
+/// deadline already passed, as a runtime's timer does.
+#[test]
+fn loom_own_timer_take_vs_an_earlier_head() {
+    use crate::sync::Mutex;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Unpark(thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    loom::model(|| {
+        let (clock, q) = queue();
+        offer(&q, 20, 9);
+        let armed = Arc::new(Mutex::new(crate::clock::NEVER));
+        let poller = {
+            let (q, armed, clock) = (q.clone(), armed.clone(), clock.clone());
+            thread::spawn(move || {
+                let waker = Waker::from(Arc::new(Unpark(thread::current())));
+                let mut cx = Context::from_waker(&waker);
+                let take = crate::sync::unique_id();
+                loop {
+                    let mut at = None;
+                    if let Poll::Ready(e) = q.poll_take_keyed(&mut cx, take, true, &mut at) {
+                        return e.map(|(e, _)| e.value);
+                    }
+                    let mut armed = armed.lock();
+                    *armed = at.unwrap_or(crate::clock::NEVER);
+                    let fired = Clock::Manual(clock.clone()).now() >= *armed;
+                    drop(armed);
+                    if !fired {
+                        thread::park(); // its timer or the queue's timer; a lost one deadlocks
+                    }
+                }
+            })
+        };
+        offer(&q, 10, 7); // before the head the poller armed for
+        clock.advance(Duration::from_millis(10));
+        if *armed.lock() <= 10 * MS {
+            poller.thread().unpark(); // its own timer fires
+        }
+        assert_eq!(poller.join().unwrap(), Some(7));
+        q.close(); // the queue's timer exits (on virtual time it has no linger to end)
     });
 }

@@ -61,9 +61,17 @@
 //!   later, or leaves, notifies no one: the timer wakes at `timer_until`, which is no later
 //!   than it, and looks again; a consumer that took the due entries registers for a head
 //!   at or after `timer_until` without a notification. So a registered waker is woken once
-//!   its head is due or the queue closes. The timer exits when no waker is registered (a
-//!   dropped future takes its own out, and notifies): on the real clock only after
-//!   lingering `TIMER_LINGER` for a new one, so a consumer loop keeps one thread.
+//!   its head is due or the queue closes. A take on its own timer (`on_tokio_timer`)
+//!   registers with the head's deadline (`own_until`) and sleeps on its runtime's timer
+//!   until then; the queue's timer wakes it only for a head before `own_until` (or a
+//!   close), so `own_min`, the least of them, joins `timer_until` in the notification rule,
+//!   and with only such takes the queue's timer follows no deadline. With no take
+//!   registered no head change notifies: a take that registers checks the head against
+//!   the timer's wake-up itself. The timer exits when no waker is registered (a dropped
+//!   future takes its own out, and notifies): on the real clock only after lingering
+//!   `TIMER_LINGER` for a new one (looking every `TIMER_LINGER` while only takes on their
+//!   own timers are registered, since they leave without notifying), so a consumer loop
+//!   keeps one thread.
 //! - The store under the lock keeps I7 (`store.rs`): its ready lane holds only entries
 //!   that were due when queued, and entries leave in exactly the order a heap alone
 //!   would give.
@@ -97,6 +105,7 @@ pub(crate) use blocking::{BlockingQueue, Take};
 pub(crate) use heap::Ordered;
 use position::Place;
 pub(crate) use position::{Handle, LockedCell, Position, Tracked};
+pub(crate) use timer::AsyncTake;
 
 /// An entry that becomes available at a deadline.
 pub(crate) trait Timed: Ordered {

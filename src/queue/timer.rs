@@ -5,11 +5,11 @@
 
 use std::time::Instant;
 
-use crate::clock::{Clock, NEVER};
+use crate::clock::{Clock, Ticks, NEVER};
 use crate::sync::{thread, unlocked, Arc};
 use std::task::{Context, Poll, Waker};
 
-use super::blocking::BlockingQueue;
+use super::blocking::{AsyncWaiter, BlockingQueue};
 use super::waiters::wait;
 use super::{Handle, Timed};
 
@@ -31,12 +31,19 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
     /// entry's handle. An entry leaves the queue only in a poll that returns it: a future
     /// or stream dropped while pending loses nothing (cancel safety).
     ///
+    /// With `own_timer`, the take sleeps on its async runtime's timer: a pending poll
+    /// registers it as such and sets `armed` to the head's deadline (the take arms its
+    /// timer there; `None`: no head), and the queue's timer wakes it only for an earlier
+    /// head or a close (I8).
+    ///
     /// U1: the waker is cloned, dropped and (if no timer thread could start) woken with
     /// the lock released; a clone made unlocked is put in a second look at the state.
     pub(crate) fn poll_take_keyed(
         self: &Arc<Self>,
         cx: &mut Context<'_>,
         take: u64,
+        own_timer: bool,
+        armed: &mut Option<Ticks>,
     ) -> Poll<Option<(E, Handle)>> {
         let mut fresh: Option<Waker> = None;
         let mut state = self.state.lock();
@@ -51,8 +58,9 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
                     None
                 };
                 // A ready take is registered no more (a poll of its own came first).
-                let mine = state.async_waiters.iter().position(|(t, _)| *t == take);
-                let left = mine.map(|i| state.async_waiters.swap_remove(i).1);
+                let mine = state.async_waiters.iter().position(|w| w.take == take);
+                let left = mine.map(|i| state.async_waiters.swap_remove(i).waker);
+                state.registrations_changed();
                 drop(state);
                 left.into_iter()
                     .chain(fresh)
@@ -60,17 +68,27 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
                 return Poll::Ready(entry);
             }
             // I8: registered, and the timer known to run, in the critical section that saw
-            // nothing due.
-            let mine = state.async_waiters.iter().position(|(t, _)| *t == take);
+            // nothing due. A take on its own timer sleeps until the head's deadline (or,
+            // with no head, until the queue's timer wakes it for one).
+            let head = state.head_deadline();
+            let own_until = own_timer.then(|| head.unwrap_or(NEVER));
+            let mine = state.async_waiters.iter().position(|w| w.take == take);
             let replaced = match (mine, fresh.take()) {
                 // Registered already; a clone made meanwhile is dropped after unlocking.
-                (Some(i), unused) if state.async_waiters[i].1.will_wake(cx.waker()) => unused,
-                (Some(i), Some(new)) => Some(std::mem::replace(&mut state.async_waiters[i].1, new)),
+                (Some(i), unused) if state.async_waiters[i].waker.will_wake(cx.waker()) => {
+                    state.async_waiters[i].own_until = own_until;
+                    unused
+                }
+                (Some(i), Some(new)) => {
+                    state.async_waiters[i].own_until = own_until;
+                    Some(std::mem::replace(&mut state.async_waiters[i].waker, new))
+                }
                 (None, Some(new)) => {
-                    state.async_waiters.push((take, new));
-                    // A timer asleep past the head (lingering on an unknown wake-up) wakes
-                    // for the new waiter; one asleep until the head or before it sees it then.
-                    self.signal_timer_if_earlier(&state);
+                    state.async_waiters.push(AsyncWaiter {
+                        take,
+                        waker: new,
+                        own_until,
+                    });
                     None
                 }
                 (_, None) => {
@@ -80,6 +98,16 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
                     continue;
                 }
             };
+            state.registrations_changed();
+            state.last_own = own_timer;
+            // A take on its own timer needs the queue's timer only for a head before the
+            // one it armed for: none now. For one on the queue's timer, a timer asleep
+            // past the head (lingering on an unknown wake-up) wakes for the new waiter;
+            // one asleep until the head or before it sees it then.
+            if own_until.is_none() {
+                self.signal_timer_if_earlier(&state);
+            }
+            *armed = head.filter(|_| own_timer);
             let mut wake_now = false;
             if !state.timer_running {
                 state.timer_running = true;
@@ -126,19 +154,38 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
         let mut linger_until: Option<Instant> = None;
         loop {
             let now = self.clock.now();
-            if !state.async_waiters.is_empty()
-                && (state.closed || state.head_deadline().is_some_and(|d| d <= now))
-            {
-                let wakers = std::mem::take(&mut state.async_waiters);
+            let head = state.head_deadline();
+            let closed = state.closed;
+            // Who is woken: everyone at a close; a take on the queue's timer once the head
+            // is due; one on its own timer only for a head before the one it armed for.
+            let woken = |w: &AsyncWaiter| {
+                closed
+                    || head.is_some_and(|d| match w.own_until {
+                        None => d <= now,
+                        Some(until) => d < until,
+                    })
+            };
+            if state.async_waiters.iter().any(woken) {
+                let mut wakers = Vec::new();
+                let mut i = 0;
+                while i < state.async_waiters.len() {
+                    if woken(&state.async_waiters[i]) {
+                        wakers.push(state.async_waiters.swap_remove(i).waker);
+                    } else {
+                        i += 1;
+                    }
+                }
+                state.registrations_changed();
                 // U1, U2: unlocked, and each waker through the door.
                 unlocked(&mut state, || {
-                    wakers.into_iter().for_each(|(_, w)| crate::user::wake(w))
+                    wakers.into_iter().for_each(crate::user::wake)
                 });
                 continue;
             }
+            let on_queue_timer = state.async_waiters.iter().any(|w| w.own_until.is_none());
             if state.async_waiters.is_empty() {
                 let lingered = !real
-                    || state.closed
+                    || closed
                     || Instant::now()
                         >= *linger_until.get_or_insert_with(|| Instant::now() + TIMER_LINGER);
                 if lingered {
@@ -148,17 +195,143 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
             } else {
                 linger_until = None;
             }
-            // I8: asleep until the first deadline after `now`; with waiters that is the
-            // head (nothing is due). More than FIRST_AFTER_BUDGET entries due and no
-            // waiter: not known, so every head and every registration notifies.
-            let next = state.store.first_after(now, FIRST_AFTER_BUDGET).flatten();
+            // I8: asleep until the first deadline after `now`, for the takes on this timer
+            // (with them, that is the head: nothing is due) and for those that come while
+            // it lingers after one; takes on their own timers need no deadline here. More than
+            // FIRST_AFTER_BUDGET entries due and no waiter: not known, so every head and
+            // every registration notifies.
+            let next = if on_queue_timer || (state.async_waiters.is_empty() && !state.last_own) {
+                state.store.first_after(now, FIRST_AFTER_BUDGET).flatten()
+            } else {
+                None
+            };
             state.timer_until = next.unwrap_or(NEVER);
             let until = next.filter(|_| real).map(|d| self.clock.instant_of(d));
             let until = match (until, linger_until) {
                 (Some(u), Some(l)) => Some(u.min(l)),
                 (u, l) => u.or(l),
             };
+            // Takes on their own timers leave without notifying (a ready poll): with only
+            // them, the timer looks again every TIMER_LINGER, to linger and exit once they
+            // are gone.
+            let until = until.or_else(|| {
+                (real && !on_queue_timer && !state.async_waiters.is_empty())
+                    .then(|| Instant::now() + TIMER_LINGER)
+            });
             wait(&self.timer_cv, &mut state, until);
+        }
+    }
+}
+
+/// What an async take of a queue holds (`DelayQueue::next_expired`, `expirations`): the
+/// queue's core, and the number its waker is registered under there, so that dropping the
+/// take removes its own registration and no other take's (I8 in `queue/mod.rs`).
+pub(crate) struct AsyncTake<E> {
+    queue: Arc<BlockingQueue<E>>,
+    /// This take's number (process-wide unique).
+    take: u64,
+    /// A poll registered a waker that may still be in the queue.
+    registered: bool,
+    /// `on_tokio_timer`: the take sleeps on tokio's timer, armed at the head's deadline.
+    #[cfg(feature = "tokio")]
+    tokio_timer: Option<TokioTimer>,
+}
+
+/// A take's own timer on tokio (`on_tokio_timer`): armed at the head's deadline by each
+/// pending poll; the queue's timer wakes the take only for an earlier head or a close.
+#[cfg(feature = "tokio")]
+#[derive(Default)]
+struct TokioTimer {
+    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// The deadline `sleep` is armed at.
+    at: Option<Ticks>,
+}
+
+impl<E: Timed + Send + 'static> AsyncTake<E> {
+    pub(crate) fn new(queue: &Arc<BlockingQueue<E>>) -> Self {
+        AsyncTake {
+            queue: Arc::clone(queue),
+            take: crate::sync::unique_id(),
+            registered: false,
+            #[cfg(feature = "tokio")]
+            tokio_timer: None,
+        }
+    }
+
+    /// The queue taken from.
+    pub(crate) fn queue(&self) -> &BlockingQueue<E> {
+        &self.queue
+    }
+
+    /// From now on the take sleeps on tokio's timer where it can (`on_tokio_timer`).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn use_tokio_timer(&mut self) {
+        self.tokio_timer.get_or_insert_with(TokioTimer::default);
+    }
+
+    /// One poll of the async take.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<(E, Handle)>> {
+        // A timer that reports its deadline passed as it is armed: look again, a few
+        // times, then let the runtime poll again.
+        for _ in 0..3 {
+            let mut armed = None;
+            let own = self.own_timer();
+            let polled = self.queue.poll_take_keyed(cx, self.take, own, &mut armed);
+            // A ready poll registered nothing; a pending one left its waker in the queue.
+            self.registered = polled.is_pending();
+            if !self.arm(cx, armed) {
+                return polled;
+            }
+        }
+        crate::user::call(|| cx.waker().wake_by_ref());
+        Poll::Pending
+    }
+
+    /// Whether this poll sleeps on a timer of its own: asked for, on the real clock, in a
+    /// tokio runtime's context.
+    fn own_timer(&self) -> bool {
+        #[cfg(feature = "tokio")]
+        if self.tokio_timer.is_some() {
+            return matches!(self.queue.clock(), Clock::Real { .. })
+                && tokio::runtime::Handle::try_current().is_ok();
+        }
+        false
+    }
+
+    /// Arms the take's own timer at `armed` (a pending poll's head); `true` if it fired
+    /// at once (the head is due by now: poll again).
+    #[cfg_attr(not(feature = "tokio"), allow(unused_variables, clippy::unused_self))]
+    fn arm(&mut self, cx: &mut Context<'_>, armed: Option<Ticks>) -> bool {
+        #[cfg(feature = "tokio")]
+        if let (Some(timer), Some(deadline)) = (self.tokio_timer.as_mut(), armed) {
+            let at = tokio::time::Instant::from_std(self.queue.clock().instant_of(deadline));
+            let sleep = match &mut timer.sleep {
+                // Armed there already: polled again for this task's waker only.
+                Some(sleep) if timer.at == Some(deadline) => sleep,
+                Some(sleep) => {
+                    sleep.as_mut().reset(at);
+                    sleep
+                }
+                None => timer.sleep.insert(Box::pin(tokio::time::sleep_until(at))),
+            };
+            timer.at = Some(deadline);
+            return std::future::Future::poll(sleep.as_mut(), cx).is_ready();
+        }
+        false
+    }
+}
+
+impl<E> AsyncTake<E> {
+    /// A poll registered a waker that may still be in the queue.
+    pub(crate) fn registered(&self) -> bool {
+        self.registered
+    }
+}
+
+impl<E> Drop for AsyncTake<E> {
+    fn drop(&mut self) {
+        if self.registered {
+            self.queue.forget_waker(self.take);
         }
     }
 }
