@@ -33,10 +33,10 @@
 //! run's `scheduled` and `finished` (`zone::next_match` says how a fractional start is
 //! searched).
 //!
-//! **Daylight saving** is croner's (its README, "Daylight Saving Time (DST) Handling"),
-//! which sorts expressions into two kinds: *fixed-time*, whose seconds, minutes and hours
-//! are each one plain value (`0 30 2 * * *`), and *interval*, any other (`*`, a step, a
-//! range or a list in one of them: `0 */15 * * * *`, `0 0 * * * *`).
+//! **Daylight saving** follows croner's rules, which sort expressions into two kinds:
+//! *fixed-time*, whose seconds, minutes and hours are each one plain value
+//! (`0 30 2 * * *`), and *interval*, any other (`*`, a step, a range or a list in one of
+//! them: `0 */15 * * * *`, `0 0 * * * *`).
 //! - In a gap (a spring-forward night's skipped hour) a fixed-time match runs at the
 //!   first valid time after it (02:30 runs at 03:00); interval matches in the gap are
 //!   skipped.
