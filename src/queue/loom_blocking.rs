@@ -202,6 +202,15 @@ fn loom_close_vs_a_taker_of_an_empty_queue() {
     });
 }
 
+/// An async take's waker on a thread of the model: it unparks the thread.
+struct Unpark(thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
 /// A poller waiting on virtual time, with the timer thread its poll starts. Its waker
 /// unparks it; it parks between polls.
 fn async_poller(q: &Arc<Q>) -> thread::JoinHandle<Option<u32>> {
@@ -212,14 +221,7 @@ fn async_poller(q: &Arc<Q>) -> thread::JoinHandle<Option<u32>> {
 /// `n` async takes one after another on the calling thread, as a stream's consumer
 /// makes them.
 fn async_takes(q: &Arc<Q>, n: usize) -> Vec<Option<u32>> {
-    use std::task::{Context, Poll, Wake, Waker};
-
-    struct Unpark(thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
+    use std::task::{Context, Poll, Waker};
 
     let waker = Waker::from(Arc::new(Unpark(thread::current())));
     let mut cx = Context::from_waker(&waker);
@@ -306,14 +308,7 @@ fn loom_async_stream_vs_advances_and_a_later_head() {
 #[test]
 fn loom_own_timer_take_vs_an_earlier_head() {
     use crate::sync::Mutex;
-    use std::task::{Context, Poll, Wake, Waker};
-
-    struct Unpark(thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
+    use std::task::{Context, Poll, Waker};
 
     loom::model(|| {
         let (clock, q) = queue();
