@@ -24,8 +24,9 @@
 //! goes on). The fake wall clock is `wall_origin + offset`: one field for the step, so
 //! `advance` stays a single store and a reading of both is taken under `wall_origin`'s
 //! lock. `wall_origin` is filled from `SystemTime::now()` at the first reading (standing
-//! for the creation time), not at creation, so a manual clock that no calendar trigger reads never touches the real wall
-//! clock (an interpreter that isolates the program from it, such as Miri, has none).
+//! for the creation time), not at creation, so a manual clock that no calendar trigger
+//! reads never touches the real wall clock (an interpreter that isolates the program from
+//! it, such as Miri, has none).
 //!
 //! # Invariants
 //! - C1: clock readings and every sum made by [`add`] never exceed [`FAR_FUTURE`], so

@@ -150,6 +150,12 @@ impl<E: Timed, K: LaneKeeper<E>> Store<E, K> {
     /// subtree at its root (H2), and the first deadline after them is the root or a
     /// child of one of them: O(k · D) for k due.
     pub(crate) fn first_after(&self, now: Ticks, budget: usize) -> Option<Option<Ticks>> {
+        // The usual case, a head not due (the timer with takes waiting): no walk.
+        match self.heap.peek().map(Timed::deadline) {
+            None => return Some(None),
+            Some(root) if root > now => return Some(Some(root)),
+            Some(_) => {}
+        }
         let mut first: Option<Ticks> = None;
         let mut due = 0;
         let mut stack = vec![0];

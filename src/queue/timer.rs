@@ -182,7 +182,7 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
                 });
                 continue;
             }
-            let on_queue_timer = state.async_waiters.iter().any(|w| w.own_until.is_none());
+            let on_queue_timer = state.queue_timed;
             if state.async_waiters.is_empty() {
                 let lingered = !real
                     || closed
