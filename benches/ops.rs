@@ -442,11 +442,11 @@ fn op_take_run_spread(n: usize) {
     exit();
 }
 
-/// `schedule_manual` through a `Named` (whose tasks have a run-time series with the
-/// `metrics` feature).
+/// `schedule_manual` through a metered `Named` (whose tasks have a run-time series with
+/// the `metrics` feature).
 fn op_schedule_named_manual(n: usize) {
     let (pool, clock) = manual_pool();
-    let named = pool.named("job");
+    let named = pool.named("job").metered();
     let (tx, _rx) = mpsc::channel::<()>();
     let mut futs = Vec::with_capacity(n);
     let s = Section::begin();
@@ -460,11 +460,11 @@ fn op_schedule_named_manual(n: usize) {
     exit();
 }
 
-/// `take_run` of named tasks: with `metrics` and a recorder, each run records into the
-/// name's series.
+/// `take_run` of metered named tasks: with `metrics` and a recorder, each run records
+/// into the name's series.
 fn op_take_run_named(n: usize) {
     let (pool, clock) = manual_pool();
-    let named = pool.named("job");
+    let named = pool.named("job").metered();
     let (tx, rx) = mpsc::channel();
     let futs: Futures = (0..n)
         .map(|_| named.schedule(SOON, || ()).expect("accepted"))

@@ -9,6 +9,11 @@ use crate::config::{Config, RejectionPolicy};
 use crate::queue::SpinPolicy;
 use crate::sync::Arc;
 
+/// `Builder::max_task_series`'s default: room for every job of a service, far below what
+/// makes a scrape page heavy.
+#[cfg(feature = "metrics")]
+const DEFAULT_MAX_TASK_SERIES: usize = 256;
+
 /// Configures and builds a [`ScheduledThreadPoolExecutor`](crate::ScheduledThreadPoolExecutor).
 ///
 /// Defaults: `core_pool_size` = the number of CPUs, threads named `schedpool-worker-{i}`,
@@ -58,6 +63,8 @@ impl Builder {
                 timer_precision: Duration::ZERO,
                 #[cfg(feature = "metrics")]
                 metrics_interval: Duration::from_secs(1),
+                #[cfg(feature = "metrics")]
+                max_task_series: DEFAULT_MAX_TASK_SERIES,
             },
         }
     }
@@ -222,6 +229,36 @@ impl Builder {
     #[must_use]
     pub fn metrics_interval(mut self, every: Duration) -> Self {
         self.config.metrics_interval = every;
+        self
+    }
+
+    /// How many distinct task names get a run-time series of their own,
+    /// `schedpool_task_run_duration_seconds{task}` (feature `metrics`), over the pool's
+    /// life. Default 256. Which tasks ask for one: a periodic task with a
+    /// [`name`](crate::Periodic::name), an exclusive one-shot (its lock's name), and the
+    /// one-shots of a [`Named`](crate::Named) that is
+    /// [`metered`](crate::Named::metered). The tasks of the names that come after the
+    /// limit share one series, `task="other"`, and a warning (at most one a second,
+    /// target `schedpool`) names the task and this setting. A name keeps its room once it
+    /// has one, also after its tasks end, because the recorder keeps every series it was
+    /// handed (the `metrics` facade cannot delete one): so a pool never hands an exporter
+    /// more than `n + 1` task series, whatever its tasks are named. `0` puts every task's
+    /// runs under `other`.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::builder()
+    ///     .name("jobs")
+    ///     .max_task_series(1_000)
+    ///     .build();
+    /// # pool.close();
+    /// ```
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    #[must_use]
+    pub fn max_task_series(mut self, n: usize) -> Self {
+        self.config.max_task_series = n;
         self
     }
 

@@ -59,6 +59,9 @@ pub(crate) struct Config {
     /// zero: never, only `publish_metrics` and the termination).
     #[cfg(feature = "metrics")]
     pub(crate) metrics_interval: Duration,
+    /// How many task names get a series of their own (`Builder::max_task_series`).
+    #[cfg(feature = "metrics")]
+    pub(crate) max_task_series: usize,
 }
 
 impl Config {
@@ -89,7 +92,8 @@ impl fmt::Debug for Config {
             .field("spin_policy", &self.spin_policy)
             .field("timer_precision", &self.timer_precision);
         #[cfg(feature = "metrics")]
-        d.field("metrics_interval", &self.metrics_interval);
+        d.field("metrics_interval", &self.metrics_interval)
+            .field("max_task_series", &self.max_task_series);
         d.finish_non_exhaustive()
     }
 }

@@ -104,8 +104,11 @@
 //! - `metrics`: the pools' counters, gauges and histograms through the `metrics` facade,
 //!   so any of its exporters (Prometheus, OpenTelemetry, StatsD) shows them with no
 //!   code of yours: every series labelled with the pool's name, published every
-//!   [`Builder::metrics_interval`] by one thread of the process. The runs pay nothing
-//!   for it but a clock reading each (their duration). The series: [`metrics`].
+//!   [`Builder::metrics_interval`] by one thread of the process. A run pays a clock
+//!   reading (its duration) and one `Relaxed` add; a run of a task with a series of its
+//!   own (a named periodic task, `Named::metered`, at most
+//!   `Builder::max_task_series` names a pool) also a call into the recorder. The series:
+//!   [`metrics`].
 //! - `tokio`: [`AsyncRuntime`] for tokio's `Handle` and `Runtime`, so that async jobs
 //!   ([`ScheduledThreadPoolExecutor::schedule_async`] and its periodic forms) await on a
 //!   tokio runtime (its timers and IO). The async jobs themselves and [`ParkingRuntime`]

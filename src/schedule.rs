@@ -503,6 +503,10 @@ impl Periodic {
 
     /// A name for the task: carried by its `task` span and its panic and failure logs,
     /// and shown by [`scheduled_tasks`](crate::ScheduledThreadPoolExecutor::scheduled_tasks).
+    /// With feature `metrics` its runs also go to a series of their own,
+    /// `schedpool_task_run_duration_seconds{task}`, while the pool has room for the name
+    /// (`Builder::max_task_series`, 256 names by default; later names share
+    /// `task="other"`).
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(Arc::from(name.into()));

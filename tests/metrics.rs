@@ -320,11 +320,206 @@ fn a_panicking_recorder_is_contained() {
     let clock = ManualClock::new();
     let (pool, named) = metrics::with_local_recorder(&recorder, || {
         let pool = pool("panicky", &clock);
-        let named = pool.named("job"); // its series cannot be made: it runs without one
+        let named = pool.named("job").metered(); // its series cannot be made: it runs without one
         (pool, named)
     });
     metrics::with_local_recorder(&recorder, || pool.publish_metrics());
     assert!(recorder.0.load(Ordering::SeqCst), "the recorder was asked");
     assert_eq!(named.submit(|| 7).unwrap().get().unwrap(), 7);
     pool.close();
+}
+
+/// The task series a recorder was handed, by `task` label.
+fn task_series(snapshots: &Snapshotter, pool: &str) -> HashMap<String, usize> {
+    let mut series = HashMap::new();
+    for (key, _, _, value) in snapshots.snapshot().into_vec() {
+        let key = key.key();
+        if key.name() != "schedpool_task_run_duration_seconds" {
+            continue;
+        }
+        let label = |name: &str| {
+            key.labels()
+                .find(|l| l.key() == name)
+                .map(|l| l.value().to_owned())
+        };
+        assert_eq!(label("pool").as_deref(), Some(pool), "{key:?}");
+        let task = label("task").expect("every task series has a task");
+        let runs = match value {
+            DebugValue::Histogram(h) => h.len(),
+            other => panic!("{key:?}: {other:?}"),
+        };
+        assert!(series.insert(task, runs).is_none(), "one series per task");
+    }
+    series
+}
+
+/// 100,000 one-shots named by an id: no series of their own unless metered, and then
+/// at most `max_task_series` of them plus `other`; periodic tasks named before keep
+/// theirs, exact; a name that has a series keeps it after the limit is reached.
+#[test]
+fn unique_task_names_cannot_grow_the_series_past_the_limit() {
+    const TASKS: u64 = 100_000;
+    const LIMIT: usize = 50;
+    let recorder = DebuggingRecorder::new();
+    let snapshots = recorder.snapshotter();
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .name("ids")
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .metrics_interval(Duration::ZERO)
+        .max_task_series(LIMIT)
+        .build();
+    let runs = metrics::with_local_recorder(&recorder, || {
+        // Two periodic jobs, named before the flood: runs at 0 and 10 s.
+        for name in ["report", "cleanup"] {
+            pool.schedule_periodic(
+                Periodic::at_fixed_rate(sec(10)).max_runs(2).name(name),
+                || (),
+            )
+            .unwrap();
+        }
+        // Named by an id, as for the logs: no series.
+        for i in 0..TASKS {
+            pool.named(format!("email-{i}"))
+                .schedule(sec(5), || ())
+                .unwrap();
+        }
+        // Metered, each name its own: the limit holds.
+        let mut futures = Vec::new();
+        for i in 0..TASKS {
+            let named = pool.named(format!("metered-{i}")).metered();
+            futures.push(named.schedule(sec(5), || ()).unwrap());
+        }
+        // After the limit: a periodic job of a new name goes to `other`, one whose name
+        // has a series keeps it.
+        futures.push(
+            pool.schedule_periodic(
+                Periodic::at_fixed_rate(sec(10))
+                    .initial_delay(sec(5))
+                    .max_runs(1)
+                    .name("late-job"),
+                || (),
+            )
+            .unwrap(),
+        );
+        futures.push(
+            pool.named("report")
+                .metered()
+                .schedule(sec(5), || ())
+                .unwrap(),
+        );
+        futures
+    });
+    clock.advance(sec(10));
+    for f in runs {
+        f.get().unwrap();
+    }
+    assert!(pool.wait_idle(BOUND));
+
+    let series = task_series(&snapshots, "ids");
+    assert_eq!(
+        series.len(),
+        LIMIT + 1,
+        "the limit, plus other: {:?}",
+        series.len()
+    );
+    assert!(
+        !series.keys().any(|t| t.starts_with("email-")),
+        "a one-shot's name is no label unless metered"
+    );
+    assert_eq!(series["report"], 3, "its two runs and the metered one-shot");
+    assert_eq!(series["cleanup"], 2);
+    let metered = series.keys().filter(|t| t.starts_with("metered-")).count();
+    assert_eq!(metered, LIMIT - 2, "the names admitted before the limit");
+    let own: usize = series
+        .iter()
+        .filter(|(t, _)| t.starts_with("metered-"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(own, LIMIT - 2, "one run each");
+    assert_eq!(
+        series["other"] as u64,
+        TASKS - (LIMIT as u64 - 2) + 1,
+        "every later metered run, and the late periodic job's"
+    );
+    pool.close();
+}
+
+/// The limit's warning: at most one line a second on the submitting thread, naming the
+/// setting and the task; the closing line at shutdown stands for the rest, so the
+/// lines' occurrences add up to the names that went to `other`.
+#[test]
+fn names_past_the_limit_are_warned_about_at_most_once_a_second() {
+    use common::FieldMap;
+    use std::sync::Mutex;
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    #[derive(Default)]
+    struct Lines(Mutex<Vec<FieldMap>>);
+    struct Sub(Arc<Lines>);
+    impl Subscriber for Sub {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut fields = FieldMap(HashMap::new());
+            event.record(&mut fields);
+            if fields
+                .0
+                .get("message")
+                .is_some_and(|m| m.contains("task series limit"))
+            {
+                self.0 .0.lock().unwrap().push(fields);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    let lines = Arc::new(Lines::default());
+    let recorder = DebuggingRecorder::new();
+    let clock = ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .name("warned")
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .metrics_interval(Duration::ZERO)
+        .max_task_series(2)
+        .build();
+    tracing::subscriber::with_default(Sub(lines.clone()), || {
+        metrics::with_local_recorder(&recorder, || {
+            for i in 0..1_000 {
+                drop(pool.named(format!("n-{i}")).metered());
+            }
+        });
+        pool.shutdown();
+    });
+    assert!(pool.await_termination(BOUND));
+    let lines = lines.0.lock().unwrap();
+    assert!(
+        (2..=4).contains(&lines.len()),
+        "one line, perhaps one more a second later, and the closing one: {}",
+        lines.len()
+    );
+    let first = &lines[0].0;
+    assert_eq!(first["task_name"], "n-2", "the first name past the limit");
+    assert_eq!(first["max_task_series"], "2");
+    assert!(first["message"].contains("Builder::max_task_series"));
+    let occurrences: u64 = lines
+        .iter()
+        .map(|l| l.0["occurrences"].parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(occurrences, 998, "every name past the limit, once");
+    assert_eq!(
+        lines.last().unwrap().0["task_name"],
+        "n-999",
+        "the closing line's latest"
+    );
 }

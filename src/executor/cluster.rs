@@ -63,7 +63,7 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce(&Lease) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let name = self.task_name(&exclusive.name);
+        let name = self.task_name(&exclusive.name, true);
         self.once_after(
             delay,
             LockedOnce {
@@ -89,7 +89,7 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce(&Lease) -> T + Send + 'static,
         T: Send + 'static,
     {
-        let name = self.task_name(&exclusive.name);
+        let name = self.task_name(&exclusive.name, true);
         self.once_at(
             deadline,
             LockedOnce {

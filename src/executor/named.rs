@@ -9,14 +9,18 @@ use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
 use crate::sync::Arc;
 use crate::task::{Plain, TaskName};
-use crate::telemetry::TaskTimer;
 
 impl ScheduledThreadPoolExecutor {
-    /// A one-shot's name, with its run-time series (feature `metrics`).
-    pub(crate) fn task_name(&self, name: &str) -> Arc<TaskName> {
+    /// A one-shot's name, with its run-time series if `metered` (feature `metrics`;
+    /// within the pool's `max_task_series`).
+    pub(crate) fn task_name(&self, name: &str, metered: bool) -> Arc<TaskName> {
         Arc::new(TaskName {
             name: name.into(),
-            timer: TaskTimer::named(self.shared.name(), Some(name)),
+            timer: if metered {
+                self.shared.task_timer(Some(name))
+            } else {
+                None
+            },
         })
     }
 
@@ -26,6 +30,11 @@ impl ScheduledThreadPoolExecutor {
     /// returned [`Named`], so naming costs a reference count per task, and nothing for
     /// tasks submitted without a name. The `Named` holds a handle to the pool, like a clone
     /// of this one, so it can be stored and moved.
+    ///
+    /// A name may carry an id (`format!("email-{user}")`): it reaches the logs and the
+    /// task list, not the metrics' labels. With feature `metrics`, the one-shots of a
+    /// `Named` get a run-time series of their own only if it is
+    /// [`metered`](Named::metered).
     ///
     /// ```
     /// use schedpool::{ManualClock, ScheduledThreadPoolExecutor};
@@ -80,13 +89,38 @@ pub struct Named {
 
 impl Named {
     pub(crate) fn new(pool: ScheduledThreadPoolExecutor, name: String) -> Self {
-        let name = pool.task_name(&name);
+        let name = pool.task_name(&name, false);
         Named { pool, name }
     }
 
     /// The name the tasks get.
     pub fn name(&self) -> &str {
         &self.name.name
+    }
+
+    /// The same name, whose tasks' run times also go to a series of their own (feature
+    /// `metrics`): `schedpool_task_run_duration_seconds{pool, task}`, with the name as
+    /// `task`. For a name that stands for a kind of job (`"request-timeout"`,
+    /// `"flush"`), not for one that carries an id: every distinct name is a series that
+    /// the recorder keeps for the life of the process, so the pool gives at most
+    /// [`Builder::max_task_series`](crate::Builder) names their own (default 256) and
+    /// records the tasks of later ones under `task="other"`. The series is resolved
+    /// here, from the recorder installed now. Without the feature it changes nothing.
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let flushes = pool.named("flush").metered(); // one series, every flush in it
+    /// let fut = flushes.schedule(Duration::from_millis(1), || "flushed").unwrap();
+    /// assert_eq!(fut.get().unwrap(), "flushed");
+    /// pool.close();
+    /// ```
+    #[must_use]
+    pub fn metered(self) -> Self {
+        let name = self.pool.task_name(&self.name.name, true);
+        Named { name, ..self }
     }
 
     /// As [`ScheduledThreadPoolExecutor::schedule`], named.

@@ -86,6 +86,9 @@ pub(crate) struct Pool {
     /// The histogram counts already published (`publish.rs`, MX2).
     #[cfg(feature = "metrics")]
     pub(super) published: crate::sync::Mutex<crate::stats::Published>,
+    /// The task names with a run-time series of their own (`telemetry.rs`, MX3).
+    #[cfg(feature = "metrics")]
+    pub(super) task_series: crate::telemetry::TaskSeries,
 }
 
 impl AdvanceListener for Pool {
@@ -125,6 +128,8 @@ impl Pool {
             run_time: Histogram::new(),
             #[cfg(feature = "metrics")]
             published: crate::sync::Mutex::default(),
+            #[cfg(feature = "metrics")]
+            task_series: crate::telemetry::TaskSeries::new(config.max_task_series),
             sleepers: Sleepers::new(),
             config,
         });
@@ -218,6 +223,19 @@ impl Pool {
     /// The pool's name, the `pool` field of its log events.
     pub(crate) fn name(&self) -> &str {
         self.config.pool_name()
+    }
+
+    /// The run-time series of a task named `name` (feature `metrics`): its own while the
+    /// pool has room for its name, else the shared `other` one (MX3 in `telemetry.rs`);
+    /// none for an unnamed task or without the feature. Calls the recorder: no lock held.
+    pub(crate) fn task_timer(&self, name: Option<&str>) -> Option<crate::telemetry::TaskTimer> {
+        #[cfg(feature = "metrics")]
+        return name.map(|name| self.task_series.timer(self.name(), name));
+        #[cfg(not(feature = "metrics"))]
+        {
+            let _ = name;
+            None
+        }
     }
 
     #[inline]

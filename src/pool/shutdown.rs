@@ -50,6 +50,10 @@ impl Pool {
                 || tracing::warn!(target: "schedpool", pool = self.name(), id, task_name, lateness_us, suppressed = n, occurrences = n, "task started late"),
             );
         }
+        #[cfg(feature = "metrics")]
+        if let Some((n, last)) = self.task_series.overflow_log.flush() {
+            self.task_series.warn(self.name(), last.as_deref(), n, n);
+        }
         if let Some((n, last)) = self.reject_log.flush() {
             let reason = last
                 .as_ref()

@@ -4,7 +4,6 @@
 //! when no worker could be started, and a periodic task's re-queue after a run.
 
 use crate::sync::Ordering;
-use crate::telemetry::TaskTimer;
 
 use super::control::RunState;
 use super::entry::{Entry, Guard};
@@ -99,7 +98,7 @@ impl Pool {
         if let Some(next) = then {
             task.catch_up_until(next);
         }
-        let timer = TaskTimer::named(self.name(), name.as_deref());
+        let timer = self.task_timer(name.as_deref());
         let task = PeriodicTask::new(deadline, schedule, limits, name, task)
             .then_at(then)
             .timed_by(timer);
