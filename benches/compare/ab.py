@@ -59,7 +59,7 @@ def run(binary, system, workload, env, neighbour):
 def main():
     builds = []
     for arg in sys.argv[1:]:
-        name, binary = arg.split("=", 1)
+        name, binary = arg.rsplit("=", 1)  # settings may hold "=" too
         label, _, settings = name.partition(":")
         env = dict(kv.split("=", 1) for kv in settings.split(",") if kv)
         builds.append((label, binary, env))
