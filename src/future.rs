@@ -210,6 +210,106 @@ impl<T> ScheduledFuture<T> {
             .reschedule(self.job(), clock::add(now, delay), Some(now))
     }
 
+    /// Pauses a periodic task, as an operator stops a job for a while (Quartz's
+    /// `pauseJob`, a Kubernetes CronJob's `suspend`): no run starts until
+    /// [`resume`](Self::resume), and a run in progress finishes. The task stays queued,
+    /// listed ([`TaskInfo::paused`](crate::TaskInfo::paused)) and on its schedule: each
+    /// run that comes due while it is paused is skipped and counted
+    /// ([`LastRun::Paused`](crate::LastRun::Paused), `PoolStats::paused_runs`, the
+    /// `paused` outcome of the runs counter with the `metrics` feature) and its rule goes
+    /// on from it, as for a run skipped for `max_lateness`: so a fixed-rate task keeps its
+    /// grid, and a resumed task runs at its next tick, with no burst of the ticks it
+    /// missed. `true` if this call paused it; `false` for a one-shot, a task that has
+    /// ended, or one paused already. Traced at `info` ("task paused", with `id` and
+    /// `task_name`).
+    ///
+    /// ```
+    /// use schedpool::{LastRun, ManualClock, Periodic, ScheduledThreadPoolExecutor};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().clock(clock.clone()).build();
+    /// let runs = Arc::new(AtomicU32::new(0));
+    /// let r = runs.clone();
+    /// let spec = Periodic::at_fixed_rate(Duration::from_secs(60))
+    ///     .initial_delay(Duration::from_secs(60))
+    ///     .name("report");
+    /// let job = pool
+    ///     .schedule_periodic(spec, move || {
+    ///         r.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .unwrap();
+    /// assert!(job.pause());
+    /// clock.advance(Duration::from_secs(120)); // two ticks, both skipped
+    /// pool.wait_idle(Duration::from_secs(10));
+    /// assert_eq!(runs.load(Ordering::SeqCst), 0);
+    /// assert_eq!(pool.scheduled_tasks()[0].last_run, Some(LastRun::Paused));
+    /// assert!(job.resume());
+    /// clock.advance(Duration::from_secs(60)); // the next tick runs
+    /// pool.wait_idle(Duration::from_secs(10));
+    /// assert_eq!(runs.load(Ordering::SeqCst), 1);
+    /// pool.close();
+    /// ```
+    pub fn pause(&self) -> bool {
+        self.shared.pause(self.job(), true)
+    }
+
+    /// Resumes a task paused by [`pause`](Self::pause): its next run is the next one its
+    /// rule has (the ticks it missed while paused were skipped, whatever its
+    /// [`MissedTicks`](crate::MissedTicks)). `true` if this call resumed it; `false` if
+    /// it was not paused or has ended. Traced at `info` ("task resumed").
+    pub fn resume(&self) -> bool {
+        self.shared.pause(self.job(), false)
+    }
+
+    /// `true` while the task is paused ([`pause`](Self::pause)).
+    pub fn is_paused(&self) -> bool {
+        is_paused(self.job())
+    }
+
+    /// One extra run as soon as a worker is free (Quartz's `triggerJob`): for an operator
+    /// who fixed a job's input and will not wait for its next time. A queued task is
+    /// moved to now; a periodic one then goes back to the deadline it had (a fixed-rate
+    /// task to its grid, a cron trigger to its next time), or, with a fixed delay, counts
+    /// its delay from the extra run. A periodic task running now runs once more right
+    /// after (never two runs of one task at once), and a second `run_now` before the
+    /// extra run has started asks for nothing more. The extra run is a run like another
+    /// (counted, `max_runs` included; an [exclusive](crate::Periodic::exclusive) one takes
+    /// its cluster lock, so it runs on one node). `true` if an extra run is pending after
+    /// this call; `false` if the task has ended, is paused ([`resume`](Self::resume) it
+    /// first), is a one-shot already taken for its run, or the pool is stopping
+    /// (`shutdown_now`). A later [`reschedule`](Self::reschedule) replaces it. Traced at
+    /// `info` ("task run requested now").
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, Periodic, ScheduledThreadPoolExecutor};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().clock(clock.clone()).build();
+    /// let runs = Arc::new(AtomicU32::new(0));
+    /// let r = runs.clone();
+    /// let spec = Periodic::at_fixed_rate(Duration::from_secs(3600))
+    ///     .initial_delay(Duration::from_secs(3600));
+    /// let job = pool
+    ///     .schedule_periodic(spec, move || {
+    ///         r.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .unwrap();
+    /// assert!(job.run_now());
+    /// pool.wait_idle(Duration::from_secs(10));
+    /// assert_eq!(runs.load(Ordering::SeqCst), 1);
+    /// assert_eq!(job.delay(), Duration::from_secs(3600), "back on its grid");
+    /// pool.close();
+    /// ```
+    pub fn run_now(&self) -> bool {
+        self.shared.run_now(self.job())
+    }
+
     /// A cloneable handle that can cancel the task from elsewhere.
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle {
@@ -298,6 +398,43 @@ impl CancelHandle {
         self.shared
             .reschedule(&*self.job, clock::add(now, delay), Some(now))
     }
+
+    /// As [`ScheduledFuture::pause`].
+    pub fn pause(&self) -> bool {
+        self.shared.pause(&*self.job, true)
+    }
+
+    /// As [`ScheduledFuture::resume`].
+    pub fn resume(&self) -> bool {
+        self.shared.pause(&*self.job, false)
+    }
+
+    /// As [`ScheduledFuture::is_paused`].
+    pub fn is_paused(&self) -> bool {
+        is_paused(&*self.job)
+    }
+
+    /// As [`ScheduledFuture::run_now`].
+    pub fn run_now(&self) -> bool {
+        self.shared.run_now(&*self.job)
+    }
+
+    /// `true` for a periodic task.
+    pub fn is_periodic(&self) -> bool {
+        self.job.header().is_periodic()
+    }
+
+    /// The task's name, if it was given one.
+    pub fn name(&self) -> Option<&str> {
+        self.job.name()
+    }
+}
+
+/// Whether `job` is paused (`ScheduledFuture::is_paused`).
+fn is_paused(job: &dyn Task) -> bool {
+    // Relaxed: a switch (`task/periodic.rs`).
+    job.pause_switch()
+        .is_some_and(|p| p.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 impl fmt::Debug for CancelHandle {

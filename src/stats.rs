@@ -77,6 +77,9 @@ pub struct PoolStats {
     /// Periodic runs skipped because they would have started more than their
     /// `max_lateness` after their deadline.
     pub skipped_runs: u64,
+    /// Periodic runs skipped because their task was paused
+    /// ([`ScheduledFuture::pause`](crate::ScheduledFuture::pause)).
+    pub paused_runs: u64,
     /// Runs of fallible periodic tasks
     /// ([`schedule_fallible`](crate::ScheduledThreadPoolExecutor::schedule_fallible)) that
     /// returned an error.
@@ -162,6 +165,9 @@ pub struct TaskInfo {
     /// Cancelled but still queued (only with `remove_on_cancel` off, until a purge or its
     /// deadline).
     pub cancelled: bool,
+    /// Paused ([`ScheduledFuture::pause`](crate::ScheduledFuture::pause)): its runs are
+    /// skipped until it is resumed.
+    pub paused: bool,
 }
 
 /// How a task is scheduled ([`TaskInfo::kind`]); [`as_str`](TaskKind::as_str) is the
@@ -208,7 +214,8 @@ impl std::fmt::Display for TaskKind {
 impl std::fmt::Display for TaskInfo {
     /// `id=7 name="report" kind=fixed_rate schedule="fixed rate 60s" running=false
     /// due_in=59.5s runs=1 last_run=completed`: `due_in` to the millisecond, `name` and
-    /// `last_run` only where there is one, `cancelled=true` only for a cancelled task.
+    /// `last_run` only where there is one, `cancelled=true` only for a cancelled task,
+    /// `paused=true` only for a paused one.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "id={}", self.id)?;
         if let Some(name) = &self.name {
@@ -226,6 +233,9 @@ impl std::fmt::Display for TaskInfo {
         }
         if self.cancelled {
             f.write_str(" cancelled=true")?;
+        }
+        if self.paused {
+            f.write_str(" paused=true")?;
         }
         Ok(())
     }
@@ -249,12 +259,15 @@ pub enum LastRun {
     /// An exclusive task's run was skipped because the cluster lock's store could not be
     /// asked (`PoolStats::lock_failed`).
     LockFailed,
+    /// The run was skipped because the task is paused
+    /// ([`ScheduledFuture::pause`](crate::ScheduledFuture::pause); `PoolStats::paused_runs`).
+    Paused,
 }
 
 impl LastRun {
-    /// `"completed"`, `"panicked"`, `"failed"`, `"skipped"`, `"lock_held"` or
-    /// `"lock_failed"`: the `outcome` label of the run counter with the `metrics`
-    /// feature, and the `Display`.
+    /// `"completed"`, `"panicked"`, `"failed"`, `"skipped"`, `"lock_held"`,
+    /// `"lock_failed"` or `"paused"`: the `outcome` label of the run counter with the
+    /// `metrics` feature, and the `Display`.
     pub fn as_str(self) -> &'static str {
         match self {
             LastRun::Completed => "completed",
@@ -263,6 +276,7 @@ impl LastRun {
             LastRun::Skipped => "skipped",
             LastRun::LockHeld => "lock_held",
             LastRun::LockFailed => "lock_failed",
+            LastRun::Paused => "paused",
         }
     }
 
@@ -273,13 +287,14 @@ impl LastRun {
 
     /// The outcome a [`code`](Self::code) stands for.
     pub(crate) fn from_code(code: u8) -> Option<LastRun> {
-        const ALL: [LastRun; 6] = [
+        const ALL: [LastRun; 7] = [
             LastRun::Completed,
             LastRun::Panicked,
             LastRun::Failed,
             LastRun::Skipped,
             LastRun::LockHeld,
             LastRun::LockFailed,
+            LastRun::Paused,
         ];
         ALL.get(usize::from(code).checked_sub(1)?).copied()
     }
@@ -300,6 +315,8 @@ pub(crate) struct Counters {
     pub(crate) panicked: CachePadded<AtomicU64>,
     pub(crate) late: CachePadded<AtomicU64>,
     pub(crate) skipped: CachePadded<AtomicU64>,
+    /// Runs skipped while their task was paused (`PoolStats::paused_runs`).
+    pub(crate) paused: CachePadded<AtomicU64>,
     pub(crate) failed: CachePadded<AtomicU64>,
     pub(crate) lock_acquired: CachePadded<AtomicU64>,
     pub(crate) lock_skipped: CachePadded<AtomicU64>,
@@ -313,6 +330,11 @@ pub(crate) struct Counters {
     /// Runs skipped because the cluster lock's store failed (`lock_failed` counts every
     /// failed call to it).
     pub(crate) lock_failed_runs: CachePadded<AtomicU64>,
+    /// Operators' controls of a task (`pause`, `resume`, `run_now` that took effect):
+    /// rare, so unpadded.
+    pub(crate) paused_tasks: AtomicU64,
+    pub(crate) resumed_tasks: AtomicU64,
+    pub(crate) run_now_tasks: AtomicU64,
 }
 
 impl Counters {
@@ -324,6 +346,7 @@ impl Counters {
             panicked: CachePadded::new(AtomicU64::new(0)),
             late: CachePadded::new(AtomicU64::new(0)),
             skipped: CachePadded::new(AtomicU64::new(0)),
+            paused: CachePadded::new(AtomicU64::new(0)),
             failed: CachePadded::new(AtomicU64::new(0)),
             lock_acquired: CachePadded::new(AtomicU64::new(0)),
             lock_skipped: CachePadded::new(AtomicU64::new(0)),
@@ -333,6 +356,9 @@ impl Counters {
             cancelled: CachePadded::new(AtomicU64::new(0)),
             run_panicked: CachePadded::new(AtomicU64::new(0)),
             lock_failed_runs: CachePadded::new(AtomicU64::new(0)),
+            paused_tasks: AtomicU64::new(0),
+            resumed_tasks: AtomicU64::new(0),
+            run_now_tasks: AtomicU64::new(0),
         }
     }
 }
@@ -521,11 +547,12 @@ mod tests {
             LastRun::Skipped,
             LastRun::LockHeld,
             LastRun::LockFailed,
+            LastRun::Paused,
         ] {
             assert_ne!(last.code(), 0);
             assert_eq!(LastRun::from_code(last.code()), Some(last));
         }
-        assert_eq!(LastRun::from_code(7), None);
+        assert_eq!(LastRun::from_code(8), None);
     }
 
     #[test]

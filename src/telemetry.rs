@@ -44,6 +44,9 @@ pub(crate) mod names {
     /// Counter: runs by `outcome` (`LastRun::as_str`: completed, panicked, failed,
     /// skipped, lock_held, lock_failed).
     pub(crate) const RUNS: &str = "schedpool_runs_total";
+    /// Counter: operators' controls of a task that took effect, by `action` (`pause`,
+    /// `resume`, `run_now`).
+    pub(crate) const CONTROLS: &str = "schedpool_task_controls_total";
     /// Counter: runs that started later than `late_threshold` (`PoolStats::late_count`).
     pub(crate) const LATE: &str = "schedpool_runs_late_total";
     /// Counter: cluster leases extended (`PoolStats::lock_extended`).

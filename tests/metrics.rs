@@ -523,3 +523,40 @@ fn names_past_the_limit_are_warned_about_at_most_once_a_second() {
         "the closing line's latest"
     );
 }
+
+/// Operators' controls and the runs a pause skipped, as counters.
+#[test]
+fn pauses_resumes_and_extra_runs_are_counted() {
+    let recorder = DebuggingRecorder::new();
+    let snapshots = recorder.snapshotter();
+    let clock = ManualClock::new();
+    let pool = pool("controls", &clock);
+    let job = pool
+        .schedule_periodic(
+            Periodic::at_fixed_rate(sec(10)).initial_delay(sec(10)),
+            || (),
+        )
+        .unwrap();
+    assert!(job.pause());
+    clock.advance(sec(20)); // two ticks skipped
+    assert!(pool.wait_idle(BOUND));
+    assert!(job.resume());
+    assert!(job.run_now());
+    assert!(pool.wait_idle(BOUND));
+    metrics::with_local_recorder(&recorder, || pool.publish_metrics());
+    let seen = Seen::take(&snapshots);
+    let control = |action: &str| {
+        seen.counter(&format!(
+            "schedpool_task_controls_total{{action={action},pool=controls}}"
+        ))
+    };
+    assert_eq!(
+        (control("pause"), control("resume"), control("run_now")),
+        (1, 1, 1)
+    );
+    assert_eq!(
+        seen.counter("schedpool_runs_total{outcome=paused,pool=controls}"),
+        2
+    );
+    pool.close();
+}

@@ -133,6 +133,35 @@ impl ScheduledThreadPoolExecutor {
         self.shared.scheduled_tasks()
     }
 
+    /// A handle to the task numbered `id` ([`TaskInfo::id`](crate::TaskInfo::id),
+    /// [`ScheduledFuture::id`]), queued or running, to pause, resume, run now, reschedule
+    /// or cancel it from an admin endpoint with no bookkeeping of the caller's; `None` if
+    /// no such task is in the pool (it ended, or was never this pool's). It searches the
+    /// queue under every shard's lock, as [`scheduled_tasks`](Self::scheduled_tasks) does:
+    /// for operators, not for hot paths.
+    ///
+    /// ```
+    /// use schedpool::{ManualClock, Periodic, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let pool = ScheduledThreadPoolExecutor::builder().clock(clock.clone()).build();
+    /// let spec = Periodic::at_fixed_rate(Duration::from_secs(60)).name("report");
+    /// pool.schedule_periodic(spec, || ()).unwrap();
+    /// let id = pool.scheduled_tasks()[0].id; // what a `/tasks` page shows
+    /// let handle = pool.task(id).expect("listed");   // what `POST /tasks/{id}/pause` does
+    /// assert!(handle.pause());
+    /// assert!(pool.scheduled_tasks()[0].paused);
+    /// pool.close();
+    /// ```
+    pub fn task(&self, id: u64) -> Option<crate::CancelHandle> {
+        let job = self.shared.find_task(id)?;
+        Some(crate::CancelHandle::new(
+            job,
+            crate::pool::Stripe::new(self.shared.clone()),
+        ))
+    }
+
     /// A [`Builder`] with the defaults.
     pub fn builder() -> Builder {
         Builder::new()

@@ -1,7 +1,8 @@
 //! What a task's handles and its run ask of the pool (`task::Host`): its deadline, a
-//! reschedule and a cancel, each under the task's home shard's lock (T4 in
-//! `task/mod.rs`), and a run on the caller's thread; a cancel wakes a run asleep in
-//! `TaskContext::sleep` or awaiting in an async body (S1 in `task/sleepers.rs`).
+//! reschedule, a cancel and an operator's `run_now`, each under the task's home shard's
+//! lock (T4 in `task/mod.rs`), a pause or resume (a switch the task's runs read), and a
+//! run on the caller's thread; a cancel wakes a run asleep in `TaskContext::sleep` or
+//! awaiting in an async body (S1 in `task/sleepers.rs`).
 
 use crate::sync::Ordering;
 
@@ -10,9 +11,19 @@ use super::shutdown::wake_if_drained;
 use super::{Pool, Stripe};
 use crate::clock::{Clock, Ticks};
 use crate::future::CancelHandle;
+use crate::schedule::Schedule;
 use crate::sync::Arc;
 use crate::task::sleepers::Sleepers;
-use crate::task::{state::State, Host, Task, TaskRef};
+use crate::task::{state::State, Host, Task, TaskRef, NO_DEADLINE};
+
+/// `after_extra` of a task running when `run_now` asked for an extra run: its re-queue
+/// puts it at the extra run's deadline and keeps its rule's next deadline to go back to
+/// (`Pool::requeue_locked`).
+pub(super) const PENDING_EXTRA: Ticks = NO_DEADLINE - 1;
+
+/// `after_extra` of a task whose extra run is queued and whose next deadline after it is
+/// its rule's (a fixed delay counted from the extra run).
+pub(super) const BY_RULE: Ticks = NO_DEADLINE - 2;
 
 impl Pool {
     /// A task's deadline, wherever it is: in its node while it is queued (read under its
@@ -31,6 +42,9 @@ impl Pool {
     pub(crate) fn reschedule(&self, job: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool {
         let header = job.header();
         let mut q = self.queue.lock(header.home()); // T4: the home shard
+        if let Some(after) = job.after_extra() {
+            let _ = q.replace(after, NO_DEADLINE); // an explicit move replaces `run_now`'s
+        }
         match header.state() {
             State::Scheduled if q.contains_tracked(&header.position) => {
                 let seq = q.next_seq(now);
@@ -59,6 +73,103 @@ impl Pool {
             State::Scheduled | State::Running => false,
             State::Done | State::Panicked | State::Cancelled => false,
         }
+    }
+
+    /// Pauses (`pause`) or resumes a periodic task (`ScheduledFuture::pause`, `resume`):
+    /// `true` if this call changed it; `false` for a one-shot, an ended task, or one
+    /// already so. A paused task stays queued; each run that comes due is skipped
+    /// (`task/periodic.rs`).
+    pub(crate) fn pause(&self, job: &dyn Task, pause: bool) -> bool {
+        let header = job.header();
+        let Some(switch) = job.pause_switch() else {
+            return false;
+        };
+        if header.state().is_terminal() {
+            return false;
+        }
+        // Relaxed: a switch (`periodic.rs`); the swap tells one of two racing calls.
+        if switch.swap(pause, Ordering::Relaxed) == pause {
+            return false;
+        }
+        let (counter, message) = if pause {
+            (&self.counters.paused_tasks, "task paused")
+        } else {
+            (&self.counters.resumed_tasks, "task resumed")
+        };
+        crate::stats::bump(counter);
+        crate::user::traced(
+            || tracing::info!(target: "schedpool", pool = self.name(), id = header.id(), task_name = job.name(), "{message}"),
+        );
+        true
+    }
+
+    /// One extra run of a task as soon as a worker is free (`ScheduledFuture::run_now`),
+    /// under its home shard's lock (T4). A queued task is moved to now; a periodic one
+    /// then goes back to the deadline it had (a fixed-rate task to its grid, a trigger
+    /// to its next time), or, with a fixed delay, counts its delay from the extra run. A
+    /// periodic task running now runs again right after (its `after_extra` cell, read by
+    /// `requeue_locked`). `false` for an ended, paused or (after `shutdown_now`) stopping
+    /// task, and a one-shot that is not queued.
+    pub(crate) fn run_now(&self, job: &dyn Task, now: Ticks) -> bool {
+        let header = job.header();
+        if job
+            .pause_switch()
+            .is_some_and(|p| p.load(Ordering::Relaxed))
+        {
+            return false;
+        }
+        let mut q = self.queue.lock(header.home()); // T4: the home shard
+        let queued = q.contains_tracked(&header.position);
+        // What an extra run already asked for left in the cell (put back as it was).
+        let pending = job.after_extra().map(|cell| {
+            let v = q.replace(cell, NO_DEADLINE);
+            let _ = q.replace(cell, v);
+            v
+        });
+        let asked = match (header.state(), job.after_extra()) {
+            // An extra run is pending already: it stands for this one too.
+            (State::Scheduled | State::Running, Some(_)) if pending != Some(NO_DEADLINE) => true,
+            (State::Scheduled, after) if queued => {
+                if let Some(cell) = after {
+                    let back = match job.schedule() {
+                        Schedule::FixedDelay(_) => BY_RULE,
+                        _ => q
+                            .get_tracked(&header.position)
+                            .map_or(BY_RULE, |e| e.deadline),
+                    };
+                    let _ = q.replace(cell, back);
+                }
+                let seq = q.next_seq(Some(now));
+                q.update_tracked(&header.position, |e| {
+                    e.deadline = now;
+                    e.value.header().set_seq(seq); // FIFO among equal deadlines from now
+                })
+            }
+            // Out of the queue for a run: the run after it is the extra one, and where it
+            // goes back to is the rule's next deadline, or one a `reschedule` set.
+            (State::Scheduled | State::Running, Some(after))
+                if self.control.load().run_state() != RunState::Stop =>
+            {
+                let rescheduled = job.rescheduled().expect("a periodic task has the cell");
+                let back = q.replace(rescheduled, now);
+                let back = match job.schedule() {
+                    Schedule::FixedDelay(_) => BY_RULE,
+                    _ if back == NO_DEADLINE => PENDING_EXTRA,
+                    _ => back,
+                };
+                let _ = q.replace(after, back);
+                true
+            }
+            _ => false,
+        };
+        drop(q);
+        if asked {
+            crate::stats::bump(&self.counters.run_now_tasks);
+            crate::user::traced(
+                || tracing::info!(target: "schedpool", pool = self.name(), id = header.id(), task_name = job.name(), "task run requested now"),
+            );
+        }
+        asked
     }
 
     /// Cancels a task; with `remove_on_cancel`, removes it from the queue first. With
@@ -152,6 +263,15 @@ impl<P: AsPool> Host for P {
 
     fn deadline_of(&self, job: &dyn Task) -> Ticks {
         Pool::deadline_of(self.pool(), job)
+    }
+
+    fn pause(&self, job: &dyn Task, pause: bool) -> bool {
+        Pool::pause(self.pool(), job, pause)
+    }
+
+    fn run_now(&self, job: &dyn Task) -> bool {
+        let now = Pool::clock(self.pool()).now();
+        Pool::run_now(self.pool(), job, now)
     }
 
     fn run_here(&self, job: &TaskRef) {

@@ -34,6 +34,7 @@ impl Pool {
             panicked_count: stats::read(&c.panicked),
             late_count: stats::read(&c.late),
             skipped_runs: stats::read(&c.skipped),
+            paused_runs: stats::read(&c.paused),
             failed_runs: stats::read(&c.failed),
             lock_acquired: stats::read(&c.lock_acquired),
             lock_skipped: stats::read(&c.lock_skipped),
@@ -44,6 +45,28 @@ impl Pool {
             lateness_p99,
             lateness_max,
         }
+    }
+
+    /// The task numbered `id`, queued or running (`ScheduledThreadPoolExecutor::task`):
+    /// read as the snapshot reads them.
+    pub(crate) fn find_task(&self, id: u64) -> Option<TaskRef> {
+        let (queued, runs) = {
+            let all = self.queue.lock_all();
+            let mut queued = None;
+            all.for_each(|e| {
+                if queued.is_none() && e.value.header().id() == id {
+                    queued = Some(e.value.clone());
+                }
+            });
+            (queued, self.running.snapshot())
+        };
+        // Outside the locks: the copies may be the last references (I4, RN1).
+        let found = queued.or_else(|| {
+            runs.into_iter()
+                .map(|r| r.job)
+                .find(|job| job.header().id() == id)
+        });
+        found.filter(|job| !job.header().state().is_terminal())
     }
 
     /// A snapshot of the queued and running tasks, earliest deadline first
@@ -80,6 +103,9 @@ impl Pool {
                 runs: record.runs,
                 last_run: record.last,
                 cancelled: job.header().state() == State::Cancelled,
+                paused: job
+                    .pause_switch()
+                    .is_some_and(|p| p.load(crate::sync::Ordering::Relaxed)),
             }
         };
         // RN1: a periodic task between its re-queue and its worker's `leave` is in the

@@ -50,6 +50,10 @@ fn describe() {
     );
     describe_counter!(names::RUNS, "Runs of tasks, by outcome");
     describe_counter!(
+        names::CONTROLS,
+        "Pauses, resumes and extra runs asked for by operators"
+    );
+    describe_counter!(
         names::LATE,
         "Runs that started later than the late threshold"
     );
@@ -101,8 +105,14 @@ impl Pool {
             ("panicked", run_panicked),
             ("failed", s.failed_runs),
             ("skipped", s.skipped_runs),
+            ("paused", s.paused_runs),
             ("lock_held", s.lock_skipped),
             ("lock_failed", stats::read(&c.lock_failed_runs)),
+        ];
+        let controls = [
+            ("pause", stats::read(&c.paused_tasks)),
+            ("resume", stats::read(&c.resumed_tasks)),
+            ("run_now", stats::read(&c.run_now_tasks)),
         ];
         let published = user::contain(move || {
             describe();
@@ -112,6 +122,9 @@ impl Pool {
             counter!(names::CANCELLED, "pool" => p()).absolute(s.cancelled_count);
             for (outcome, n) in runs {
                 counter!(names::RUNS, "pool" => p(), "outcome" => outcome).absolute(n);
+            }
+            for (action, n) in controls {
+                counter!(names::CONTROLS, "pool" => p(), "action" => action).absolute(n);
             }
             counter!(names::LATE, "pool" => p()).absolute(s.late_count);
             counter!(names::LOCK_EXTENDED, "pool" => p()).absolute(s.lock_extended);

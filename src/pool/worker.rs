@@ -204,6 +204,12 @@ fn run_task(
             }
         }
     }
+    if report.paused {
+        stats::bump(&shared.counters.paused);
+        crate::user::traced(
+            || tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name(), "periodic run skipped (paused)"),
+        );
+    }
     if report.skipped {
         stats::bump(&shared.counters.skipped);
         crate::user::traced(

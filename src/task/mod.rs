@@ -39,8 +39,8 @@
 //!   critical section that stores `Cancelled`. So exactly one thread drops the closure,
 //!   and a cancelled task never keeps it.
 //! - T4: `Header::position`, `Header::when` while the task is queued (its sequence
-//!   number), and a periodic task's `rescheduled` cell are read and written only under
-//!   the lock of the task's home shard (`Header::home`, `queue/sharded.rs`);
+//!   number), and a periodic task's `rescheduled` and `after_extra` cells are read and
+//!   written only under the lock of the task's home shard (`Header::home`, `queue/sharded.rs`);
 //!   their types (`queue::Position`, `queue::LockedCell`) make that a fact: only the
 //!   shard's store, through its guard, reaches their contents (I6 in `queue/mod.rs`).
 //!
@@ -53,7 +53,7 @@
 //! the task: the next deadline, `max_lateness`, `TaskContext::deadline`; a future's
 //! `deadline`, which reads under that lock) got the task or the value through the home
 //! shard's lock, which orders the store before their load.
-//! `position` and `rescheduled` are ordered by the home shard's lock (T4).
+//! `position`, `rescheduled` and `after_extra` are ordered by the home shard's lock (T4).
 //!
 //! # Memory
 //! A pending one-shot with a closure and output of at most 8 bytes each is a 40-byte
@@ -106,6 +106,17 @@ pub(crate) trait Task: Send + Sync {
     /// A periodic task's `rescheduled` cell (T4); `None` for a one-shot, which is never
     /// re-queued.
     fn rescheduled(&self) -> Option<&LockedCell> {
+        None
+    }
+
+    /// A periodic task's `after_extra` cell (T4): what follows a run asked for by
+    /// `run_now` (`pool/host.rs`); `None` for a one-shot.
+    fn after_extra(&self) -> Option<&LockedCell> {
+        None
+    }
+
+    /// A periodic task's pause switch (`ScheduledFuture::pause`); `None` for a one-shot.
+    fn pause_switch(&self) -> Option<&crate::sync::AtomicBool> {
         None
     }
 

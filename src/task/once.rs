@@ -98,6 +98,7 @@ where
         RunReport {
             ran: true,
             skipped: false,
+            paused: false,
             panic,
             next: None,
         }

@@ -17,7 +17,7 @@ use crate::error::{run_caught, PanicPayload, TaskError};
 use crate::queue::LockedCell;
 use crate::schedule::{Limits, OnPanic, RunTimes, Schedule};
 use crate::stats::LastRun;
-use crate::sync::{Arc, Ordering, StatByte, StatCounter};
+use crate::sync::{Arc, AtomicBool, Ordering, StatByte, StatCounter};
 use crate::telemetry::TaskTimer;
 use std::ops::ControlFlow;
 
@@ -75,6 +75,13 @@ pub(crate) struct PeriodicTask<F: PeriodicBody> {
     /// used instead of its rule's next deadline when it is re-queued; [`NO_DEADLINE`] if
     /// none. Under the home shard's lock, like `Header::position` (T4).
     rescheduled: LockedCell,
+    /// What follows an extra run asked for by `run_now` (`pool/host.rs`, `Pool::run_now`):
+    /// [`NO_DEADLINE`] if none is pending. Under the home shard's lock (T4).
+    after_extra: LockedCell,
+    /// Paused (`ScheduledFuture::pause`): each run that comes due is skipped and counted,
+    /// and the rule goes on from it. `Relaxed`: a switch each run reads once; nothing else
+    /// is published through it.
+    paused: AtomicBool,
     schedule: Schedule,
     limits: Limits,
     /// Runs so far and how the last one went, for snapshots.
@@ -101,6 +108,8 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             header: Header::new(true, deadline),
             name,
             rescheduled: LockedCell::new(NO_DEADLINE),
+            after_extra: LockedCell::new(NO_DEADLINE),
+            paused: AtomicBool::new(false),
             schedule,
             limits,
             ledger: Ledger {
@@ -179,7 +188,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         report
     }
 
-    /// The run, or its skip for `max_lateness`, and then, in the order of the module
+    /// The run, or its skip (paused, or late past `max_lateness`), and then, in the order of the module
     /// notes, what comes after it.
     fn decide(
         &self,
@@ -190,26 +199,36 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         report: &mut RunReport,
     ) -> AfterRun {
         let now = env.now;
-        self.ledger.started.store(now, Ordering::Relaxed);
-        let late = self
-            .limits
-            .max_lateness
-            .is_some_and(|max| clock::since(now, scheduled) > max);
-        let times = if late && !then_cancel {
-            // Skipped: the rule runs as if the run had started and finished now.
-            report.skipped = true;
-            self.ledger.set_last(LastRun::Skipped);
-            RunTimes {
-                scheduled,
-                started: now,
-                finished: now,
-                runs: self.ledger.runs(),
-                panicked: false,
-            }
+        let skipped = || RunTimes {
+            scheduled,
+            started: now,
+            finished: now,
+            runs: self.ledger.runs(),
+            panicked: false,
+        };
+        let times = if self.paused.load(Ordering::Relaxed) && !then_cancel {
+            // Paused: no run, and none started; the rule goes on as if it had run now (a
+            // fixed-rate task keeps its grid). A run on the caller's thread
+            // (`PendingTask::run`) runs.
+            report.paused = true;
+            self.ledger.set_last(LastRun::Paused);
+            skipped()
         } else {
-            match self.call(env, then_cancel, scheduled, body, report) {
-                ControlFlow::Continue(times) => times,
-                ControlFlow::Break(after) => return after,
+            self.ledger.started.store(now, Ordering::Relaxed);
+            let late = self
+                .limits
+                .max_lateness
+                .is_some_and(|max| clock::since(now, scheduled) > max);
+            if late && !then_cancel {
+                // Skipped: the rule runs as if the run had started and finished now.
+                report.skipped = true;
+                self.ledger.set_last(LastRun::Skipped);
+                skipped()
+            } else {
+                match self.call(env, then_cancel, scheduled, body, report) {
+                    ControlFlow::Continue(times) => times,
+                    ControlFlow::Break(after) => return after,
+                }
             }
         };
         match self.schedule.next(times, env.clock) {
@@ -339,6 +358,14 @@ impl<F: PeriodicBody> Task for PeriodicTask<F> {
 
     fn rescheduled(&self) -> Option<&LockedCell> {
         Some(&self.rescheduled)
+    }
+
+    fn after_extra(&self) -> Option<&LockedCell> {
+        Some(&self.after_extra)
+    }
+
+    fn pause_switch(&self) -> Option<&AtomicBool> {
+        Some(&self.paused)
     }
 
     fn name(&self) -> Option<&str> {

@@ -18,6 +18,8 @@ pub(crate) struct RunReport {
     pub(crate) ran: bool,
     /// The run was skipped for `max_lateness`.
     pub(crate) skipped: bool,
+    /// The run was skipped because the task is paused (`ScheduledFuture::pause`).
+    pub(crate) paused: bool,
     /// The run panicked; the message, for tracing.
     pub(crate) panic: Option<String>,
     /// Periodic and still SCHEDULED: re-enqueue at this deadline.
@@ -28,6 +30,7 @@ impl RunReport {
     pub(super) const NOT_RUN: RunReport = RunReport {
         ran: false,
         skipped: false,
+        paused: false,
         panic: None,
         next: None,
     };
@@ -79,6 +82,11 @@ pub(crate) trait Host: Send + Sync {
     fn reschedule(&self, job: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool;
     /// `job`'s deadline, in its queue node or its header (T4).
     fn deadline_of(&self, job: &dyn Task) -> Ticks;
+    /// Pauses or resumes a periodic `job` (`ScheduledFuture::pause`, `resume`); `true`
+    /// if this call changed it.
+    fn pause(&self, job: &dyn Task, pause: bool) -> bool;
+    /// One extra run of `job` as soon as a worker is free (`ScheduledFuture::run_now`).
+    fn run_now(&self, job: &dyn Task) -> bool;
     /// Runs `job` once on this thread and then ends it (`PendingTask::run`).
     fn run_here(&self, job: &TaskRef);
 }
