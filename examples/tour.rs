@@ -139,8 +139,10 @@ fn main() {
     );
     println!();
     println!(
-        "More examples: graceful_shutdown, resilient_poller, cron_report (--features cron), \
-         delay_queue, timeouts, priority_queue."
+        "More examples: graceful_shutdown, resilient_poller, cron_report, delay_queue, \
+         timeouts, priority_queue; async_jobs (--features tokio), service (--features \
+         tokio,metrics,serde: metrics, a JSON task list, pause and run-now, SIGTERM), \
+         cluster_job (--features postgres)."
     );
 }
 

@@ -44,7 +44,7 @@
 //! Waiters do not rely on it for wake-ups: C3 goes through the listener's mutex.
 
 use std::fmt;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::sync::Ordering;
 use crate::sync::{Arc, AtomicU64, Mutex, Weak};
@@ -355,9 +355,68 @@ impl fmt::Debug for ManualClock {
     }
 }
 
+/// `t` in RFC 3339, UTC, to the millisecond (`2026-12-05T09:30:00.250Z`): the task list's
+/// wall-clock times. Times before 1970 or after 9999 are clamped to those years' ends.
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    // 253402300799: 9999-12-31T23:59:59Z.
+    let secs = since.as_secs().min(253_402_300_799);
+    let millis = if secs == since.as_secs() {
+        since.subsec_millis()
+    } else {
+        999
+    };
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`, for days that are not negative).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097; // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March first
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_formats_utc_to_the_millisecond() {
+        let at = |secs, ms| UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(ms);
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(at(1_717_243_200, 250)), "2024-06-01T12:00:00.250Z");
+        assert_eq!(
+            rfc3339(at(951_782_400, 0)),
+            "2000-02-29T00:00:00.000Z",
+            "leap day"
+        );
+        assert_eq!(rfc3339(at(4_107_542_399, 999)), "2100-02-28T23:59:59.999Z");
+        assert_eq!(
+            rfc3339(at(4_107_542_400, 0)),
+            "2100-03-01T00:00:00.000Z",
+            "no leap"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH - Duration::from_secs(1)),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(rfc3339(at(u64::MAX / 2, 0)), "9999-12-31T23:59:59.999Z");
+    }
 
     #[test]
     fn add_saturates_at_far_future() {

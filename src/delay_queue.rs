@@ -372,6 +372,12 @@ impl<T: Send + 'static> DelayQueue<T> {
     /// and nothing in it is due; polled again after its end it returns `None` again (a
     /// closed queue stays closed). Cancel-safe: see [`Expirations`].
     ///
+    /// `Stream` is the `futures-core` trait, which has no `next`: with
+    /// `while let Some(e) = expirations.next().await`, take `next` from
+    /// `futures_util::StreamExt` (crate `futures-util`, or `futures`) or
+    /// `tokio_stream::StreamExt` (crate `tokio-stream`); both work on this stream. Without
+    /// either, a `poll_fn` does it, as below.
+    ///
     /// ```
     /// use schedpool::DelayQueue;
     /// use std::future::poll_fn;

@@ -115,6 +115,8 @@
 //!   need no feature. And `on_tokio_timer` for a [`DelayQueue`]'s async takes
 //!   (`NextExpired::on_tokio_timer`, `Expirations::on_tokio_timer`): they sleep on
 //!   tokio's timer wheel instead of the queue's thread.
+//! - `serde`: `serde::Serialize` for [`TaskInfo`], [`PoolStats`], [`LastRun`] and
+//!   [`TaskKind`], with wall-clock times in RFC 3339: the task list as JSON.
 
 #![doc(test(attr(deny(warnings))))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -153,6 +155,8 @@ pub mod probe;
 mod queue;
 mod runtime;
 mod schedule;
+#[cfg(feature = "serde")]
+mod serialize;
 mod stats;
 mod sync;
 mod task;

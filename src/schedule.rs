@@ -98,6 +98,20 @@ pub(crate) enum Schedule {
     Trigger(SharedTrigger),
 }
 
+/// A period in the largest unit that holds it whole: `1d`, `2h`, `1m`, `90s`, `1.5s`,
+/// `300ms` (days, hours and minutes when exact; otherwise `Duration`'s `Debug`).
+fn human(d: Duration) -> String {
+    const UNITS: [(u64, &str); 3] = [(86_400, "d"), (3_600, "h"), (60, "m")];
+    if d.subsec_nanos() == 0 && d.as_secs() > 0 {
+        for (secs, unit) in UNITS {
+            if d.as_secs() % secs == 0 {
+                return format!("{}{unit}", d.as_secs() / secs);
+            }
+        }
+    }
+    format!("{d:?}")
+}
+
 /// The times of a run, in ticks, for [`Schedule::next`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RunTimes {
@@ -131,14 +145,16 @@ impl Schedule {
     pub(crate) fn describe(&self) -> String {
         match self {
             Schedule::Once => String::from("once"),
-            Schedule::FixedRate(period, MissedTicks::Burst) => format!("fixed rate {period:?}"),
+            Schedule::FixedRate(period, MissedTicks::Burst) => {
+                format!("fixed rate {}", human(*period))
+            }
             Schedule::FixedRate(period, MissedTicks::Delay) => {
-                format!("fixed rate {period:?}, missed ticks delay")
+                format!("fixed rate {}, missed ticks delay", human(*period))
             }
             Schedule::FixedRate(period, MissedTicks::Skip) => {
-                format!("fixed rate {period:?}, missed ticks skipped")
+                format!("fixed rate {}, missed ticks skipped", human(*period))
             }
-            Schedule::FixedDelay(delay) => format!("fixed delay {delay:?}"),
+            Schedule::FixedDelay(delay) => format!("fixed delay {}", human(*delay)),
             Schedule::Trigger(trigger) => trigger.described(),
         }
     }
@@ -450,6 +466,10 @@ impl Periodic {
 
     /// Runs every `period`, measured from the previous run's deadline (Java:
     /// `scheduleAtFixedRate`). A zero period is refused with `ScheduleError::ZeroPeriod`.
+    ///
+    /// The first run is at once, as the spec's [`initial_delay`](Self::initial_delay)
+    /// is zero unless set: a job whose first run needs something not up yet (a server
+    /// still starting) sets one, `Periodic::at_fixed_rate(p).initial_delay(p)`.
     #[must_use]
     pub fn at_fixed_rate(period: Duration) -> Self {
         Self::new(Schedule::FixedRate(period, MissedTicks::Burst))
@@ -457,6 +477,9 @@ impl Periodic {
 
     /// Runs `delay` after the end of each run (Java: `scheduleWithFixedDelay`). A zero
     /// delay is refused with `ScheduleError::ZeroPeriod`.
+    ///
+    /// The first run is at once, as for [`at_fixed_rate`](Self::at_fixed_rate), unless
+    /// an [`initial_delay`](Self::initial_delay) is set.
     #[must_use]
     pub fn with_fixed_delay(delay: Duration) -> Self {
         Self::new(Schedule::FixedDelay(delay))
@@ -623,5 +646,25 @@ mod grid_tests {
             to_grid(at(43_259, 0), Duration::ZERO, m, Duration::ZERO),
             Duration::from_secs(1)
         );
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::human;
+    use std::time::Duration;
+
+    #[test]
+    fn periods_read_in_the_largest_whole_unit() {
+        let s = Duration::from_secs;
+        assert_eq!(human(s(60)), "1m");
+        assert_eq!(human(s(3600)), "1h");
+        assert_eq!(human(s(86_400)), "1d");
+        assert_eq!(human(s(2 * 86_400 + 3600)), "49h");
+        assert_eq!(human(s(90)), "90s");
+        assert_eq!(human(s(5)), "5s");
+        assert_eq!(human(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human(Duration::from_millis(300)), "300ms");
+        assert_eq!(human(Duration::ZERO), "0ns");
     }
 }

@@ -26,7 +26,7 @@
 
 use crate::sync::Ordering;
 use crossbeam_utils::CachePadded;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::sync::{AtomicU64, StatCounter};
 
@@ -127,7 +127,7 @@ pub struct PoolStats {
 /// clock.advance(Duration::from_secs(1));
 /// pool.wait_idle(Duration::from_secs(10));
 /// let line = pool.scheduled_tasks()[0].to_string();
-/// assert!(line.contains(r#"name="report" kind=fixed_rate schedule="fixed rate 60s" running=false"#), "{line}");
+/// assert!(line.contains(r#"name="report" kind=fixed_rate schedule="fixed rate 1m" running=false"#), "{line}");
 /// assert!(line.contains("runs=1 last_run=completed"), "{line}");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,6 +151,10 @@ pub struct TaskInfo {
     pub deadline: Instant,
     /// How long until then, from the snapshot (zero if it is due or running).
     pub due_in: Duration,
+    /// [`deadline`](Self::deadline) in wall-clock time (the system clock's, or a
+    /// [`ManualClock`](crate::ManualClock)'s fake one), as read at the snapshot: for a
+    /// dashboard, which cannot show an `Instant`.
+    pub next_run_at: SystemTime,
     /// It is running now on one of the pool's workers. Running tasks are listed with the
     /// queued ones, so a periodic task is in every snapshot from its submission to its
     /// end (a one-shot until its run ends).
@@ -158,6 +162,9 @@ pub struct TaskInfo {
     /// When its last run started, in the executor's clock (for a running task, the run in
     /// progress; a run skipped for `max_lateness` counts); `None` before the first.
     pub last_started: Option<Instant>,
+    /// [`last_started`](Self::last_started) in wall-clock time, as
+    /// [`next_run_at`](Self::next_run_at).
+    pub last_started_at: Option<SystemTime>,
     /// Runs so far (a periodic task's, the one in progress excluded; 0 for a one-shot).
     pub runs: u64,
     /// How the last finished run went, if there was one.
@@ -212,10 +219,11 @@ impl std::fmt::Display for TaskKind {
 }
 
 impl std::fmt::Display for TaskInfo {
-    /// `id=7 name="report" kind=fixed_rate schedule="fixed rate 60s" running=false
-    /// due_in=59.5s runs=1 last_run=completed`: `due_in` to the millisecond, `name` and
-    /// `last_run` only where there is one, `cancelled=true` only for a cancelled task,
-    /// `paused=true` only for a paused one.
+    /// `id=7 name="report" kind=fixed_rate schedule="fixed rate 1m" running=false
+    /// due_in=59.5s runs=1 last_run=completed
+    /// last_started_at=2026-12-05T09:30:00.000Z`: `due_in` to the millisecond, `name`,
+    /// `last_run` and `last_started_at` (RFC 3339, UTC) only where there is one,
+    /// `cancelled=true` only for a cancelled task, `paused=true` only for a paused one.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "id={}", self.id)?;
         if let Some(name) = &self.name {
@@ -230,6 +238,9 @@ impl std::fmt::Display for TaskInfo {
         )?;
         if let Some(last) = self.last_run {
             write!(f, " last_run={last}")?;
+        }
+        if let Some(at) = self.last_started_at {
+            write!(f, " last_started_at={}", crate::clock::rfc3339(at))?;
         }
         if self.cancelled {
             f.write_str(" cancelled=true")?;

@@ -18,15 +18,15 @@ const PERIOD: Duration = Duration::from_secs(10);
 /// The `schedpool` warnings seen by this test binary: `(message, lock, error)`.
 static WARNINGS: Mutex<Vec<(String, String, String)>> = Mutex::new(Vec::new());
 
-/// The same warnings' `(message, task_name)`, `"-"` for a warning without the field.
-static WARNED_TASKS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+/// The same warnings' `(message, task_name, id)`, `"-"` for a warning without the field.
+static WARNED_TASKS: Mutex<Vec<(String, String, String)>> = Mutex::new(Vec::new());
 
 /// Records every `schedpool` warning (installed once for the whole binary: the workers
 /// log on their own threads).
 struct Warnings;
 
 #[derive(Default)]
-struct Fields(String, String, String, Option<String>);
+struct Fields(String, String, String, Option<String>, Option<String>);
 
 impl tracing::field::Visit for Fields {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
@@ -37,6 +37,7 @@ impl tracing::field::Visit for Fields {
             "error" => self.2 = v,
             "ran_ms" => self.2 = format!("ran_ms={v}"),
             "task_name" => self.3 = Some(v),
+            "id" => self.4 = Some(v),
             _ => {}
         }
     }
@@ -55,7 +56,8 @@ impl tracing::Subscriber for Warnings {
         let mut f = Fields::default();
         event.record(&mut f);
         let task = f.3.unwrap_or_else(|| "-".into());
-        WARNED_TASKS.lock().unwrap().push((f.0.clone(), task));
+        let id = f.4.unwrap_or_else(|| "-".into());
+        WARNED_TASKS.lock().unwrap().push((f.0.clone(), task, id));
         WARNINGS.lock().unwrap().push((f.0, f.1, f.2));
     }
     fn enter(&self, _: &tracing::span::Id) {}
@@ -319,6 +321,7 @@ fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone()
         )
         .unwrap();
     assert!(fut.wait_timeout(BOUND));
+    let id = fut.id();
     fut.get().unwrap();
     assert!(
         taken_over.load(Ordering::SeqCst),
@@ -339,8 +342,10 @@ fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone()
             .lock()
             .unwrap()
             .iter()
-            .any(|(m, t)| m.starts_with("a run outlasted") && t == "nightly-report"),
-        "the overrun warning names its task: {:?}",
+            .any(|(m, t, got)| m.starts_with("a run outlasted")
+                && t == "nightly-report"
+                && *got == id.to_string()),
+        "the overrun warning names its task and its id: {:?}",
         WARNED_TASKS.lock().unwrap()
     );
     assert!(

@@ -229,7 +229,7 @@ fn schedules_are_described_in_words() {
         .map(|t| (t.name.unwrap(), t.schedule))
         .collect();
     let want = [
-        ("rate", "fixed rate 60s"),
+        ("rate", "fixed rate 1m"),
         ("skip", "fixed rate 1.5s, missed ticks skipped"),
         ("shift", "fixed rate 1s, missed ticks delay"),
         ("delay", "fixed delay 5s"),
@@ -251,6 +251,8 @@ fn schedules_are_described_in_words() {
 #[test]
 fn a_row_prints_as_one_line_of_fields() {
     let (clock, pool) = manual_pool(1);
+    // 2025-12-05 09:30 UTC on the clock's fake wall clock: the start time's field.
+    clock.set_wall_time(std::time::UNIX_EPOCH + sec(1_764_927_000));
     let job = Periodic::with_fixed_delay(sec(30)).name("poll \"db\"");
     pool.schedule_periodic(job, || ()).unwrap();
     let cancelled = pool.schedule(sec(90), || ()).unwrap();
@@ -266,7 +268,7 @@ fn a_row_prints_as_one_line_of_fields() {
     assert_eq!(
         rows[0].to_string(),
         format!(
-            r#"id={} name="poll \"db\"" kind=fixed_delay schedule="fixed delay 30s" running=false due_in=30s runs=1 last_run=completed"#,
+            r#"id={} name="poll \"db\"" kind=fixed_delay schedule="fixed delay 30s" running=false due_in=30s runs=1 last_run=completed last_started_at=2025-12-05T09:30:00.000Z"#,
             rows[0].id
         )
     );

@@ -33,6 +33,8 @@ use crate::task::{drop_quietly, OnceBody, Ran, RunCx};
 /// Where a locked run counts and traces: the pool's name, its counters, its clock.
 pub(crate) struct Ledger<'a> {
     pub(crate) pool: &'a str,
+    /// The task's number, for the events (`id`; none for `run_exclusive`, no task's).
+    pub(crate) id: Option<u64>,
     /// The task's name, if it has one, for the events (`task_name`).
     pub(crate) task: Option<&'a str>,
     pub(crate) counters: Option<&'a Counters>,
@@ -44,6 +46,7 @@ impl<'a> Ledger<'a> {
     pub(crate) fn of(cx: &'a RunCx<'a>) -> Self {
         Ledger {
             pool: cx.env.pool.map_or("", |p| p.name()),
+            id: Some(cx.header.id()),
             task: cx.task_name,
             counters: cx.env.counters,
             clock: cx.env.clock,
@@ -61,14 +64,14 @@ pub(crate) fn run_locked<T>(
     hold_until: Option<Ticks>,
     f: impl FnOnce(&Lease) -> T,
 ) -> Result<Option<T>, LockError> {
-    let (pool, task_name) = (ledger.pool, ledger.task);
+    let (pool, id, task_name) = (ledger.pool, ledger.id, ledger.task);
     // The user's `ClusterLock` through the door (U1: no crate lock held); its panic is the
     // run's panic, contained by the task's run.
     match crate::user::call(|| spec.lock.try_acquire(&spec.name, spec.at_most_for)) {
         Ok(Some(lease)) => {
             bump(ledger.counters, |c| &c.lock_acquired);
             crate::user::traced(
-                || tracing::debug!(target: "schedpool", pool, task_name, lock = &*spec.name, token = lease.token(), "cluster lock acquired"),
+                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token = lease.token(), "cluster lock acquired"),
             );
             let held = Held {
                 spec,
@@ -91,7 +94,7 @@ pub(crate) fn run_locked<T>(
         Ok(None) => {
             bump(ledger.counters, |c| &c.lock_skipped);
             crate::user::traced(
-                || tracing::debug!(target: "schedpool", pool, task_name, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere"),
+                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere"),
             );
             Ok(None)
         }
@@ -100,7 +103,7 @@ pub(crate) fn run_locked<T>(
             bump(ledger.counters, |c| &c.lock_failed_runs);
             if let Some(suppressed) = spec.warnings.admit() {
                 crate::user::traced(
-                    || tracing::warn!(target: "schedpool", pool, task_name, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired"),
+                    || tracing::warn!(target: "schedpool", pool, id, task_name, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired"),
                 );
             }
             Err(error)
@@ -185,7 +188,7 @@ fn keep_extending(
     keeper: &Keeper,
 ) {
     let (clock, pool, counters) = (ledger.clock, ledger.pool, ledger.counters);
-    let task_name = ledger.task;
+    let (id, task_name) = (ledger.id, ledger.task);
     let mut next = first;
     loop {
         {
@@ -220,12 +223,12 @@ fn keep_extending(
             Ok(true) => {
                 bump(counters, |c| &c.lock_extended);
                 crate::user::traced(
-                    || tracing::debug!(target: "schedpool", pool, task_name, lock = &*spec.name, token = lease.token(), "cluster lock extended"),
+                    || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token = lease.token(), "cluster lock extended"),
                 );
             }
             Ok(false) => {
                 crate::user::traced(
-                    || tracing::warn!(target: "schedpool", pool, task_name, lock = &*spec.name, token = lease.token(), "the cluster lock's lease was gone when its keep-alive came; another node may run the job meanwhile"),
+                    || tracing::warn!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token = lease.token(), "the cluster lock's lease was gone when its keep-alive came; another node may run the job meanwhile"),
                 );
                 return;
             }
@@ -233,7 +236,7 @@ fn keep_extending(
                 bump(counters, |c| &c.lock_failed);
                 if let Some(suppressed) = spec.warnings.admit() {
                     crate::user::traced(
-                        || tracing::warn!(target: "schedpool", pool, task_name, lock = &*spec.name, token = lease.token(), error = %error, suppressed, "the cluster lock could not be extended; trying again at the next interval"),
+                        || tracing::warn!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token = lease.token(), error = %error, suppressed, "the cluster lock could not be extended; trying again at the next interval"),
                     );
                 }
             }
@@ -278,7 +281,7 @@ impl Drop for Held<'_> {
         };
         let spec = self.spec;
         let (pool, counters) = (self.ledger.pool, self.ledger.counters);
-        let task_name = self.ledger.task;
+        let (id, task_name) = (self.ledger.id, self.ledger.task);
         let token = lease.token();
         let ran = crate::clock::since(self.ledger.clock.now(), self.started);
         // `at_least_for` counts from the acquisition (LK3); a catch-up's is capped at its
@@ -309,6 +312,7 @@ impl Drop for Held<'_> {
                     tracing::warn!(
                         target: "schedpool",
                         pool,
+                        id,
                         task_name,
                         lock = &*spec.name,
                         token,
@@ -322,7 +326,7 @@ impl Drop for Held<'_> {
                 bump(counters, |c| &c.lock_failed);
                 if let Some(suppressed) = spec.warnings.admit() {
                     crate::user::traced(
-                        || tracing::warn!(target: "schedpool", pool, task_name, lock = &*spec.name, token, error = %error, suppressed, "the cluster lock could not be released; it runs out at at_most_for"),
+                        || tracing::warn!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token, error = %error, suppressed, "the cluster lock could not be released; it runs out at at_most_for"),
                     );
                 }
             }

@@ -81,8 +81,9 @@ impl ScheduledThreadPoolExecutor {
     }
 
     /// As [`schedule_async`](Self::schedule_async), with a closure that gets the run's
-    /// [`TaskContext`] before it makes the future: its deadline, its name, its
-    /// [`cancel_handle`](TaskContext::cancel_handle) (to move into the future). The
+    /// [`TaskContext`] before it makes the future: its deadline, its name (given through
+    /// [`Named::schedule_async_with_context`](crate::Named::schedule_async_with_context)),
+    /// its [`cancel_handle`](TaskContext::cancel_handle) (to move into the future). The
     /// future cannot borrow the context; a stop reaches it by being dropped.
     ///
     /// ```

@@ -130,6 +130,7 @@ impl ScheduledThreadPoolExecutor {
     ) -> Result<Option<T>, LockError> {
         let ledger = Ledger {
             pool: self.shared.name(),
+            id: None,
             task: None,
             counters: Some(&self.shared.counters),
             clock: self.shared.clock(),

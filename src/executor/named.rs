@@ -1,12 +1,14 @@
 //! [`Named`]: one-shots submitted under a name, for spans, panic logs and snapshots.
 
 use std::fmt;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use super::ScheduledThreadPoolExecutor;
-use crate::body::{TaskContext, WithContext};
+use crate::body::{Async, TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
+use crate::runtime::AsyncRuntime;
 use crate::sync::Arc;
 use crate::task::{Plain, TaskName};
 
@@ -183,6 +185,81 @@ impl Named {
     {
         self.pool
             .once_after(delay, WithContext(task), self.name.clone())
+    }
+}
+
+impl Named {
+    /// As [`ScheduledThreadPoolExecutor::schedule_async`], named: the run's `task` span,
+    /// its log lines and its row carry the name, and its context's
+    /// [`name`](TaskContext::name) is it.
+    ///
+    /// ```
+    /// use schedpool::{ParkingRuntime, ScheduledThreadPoolExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let fetch = pool.named("fetch");
+    /// let fut = fetch
+    ///     .schedule_async(Duration::from_millis(1), ParkingRuntime, || async { 7 })
+    ///     .unwrap();
+    /// assert_eq!(fut.get().unwrap(), 7);
+    /// pool.close();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`ScheduledThreadPoolExecutor::schedule`].
+    pub fn schedule_async<R, F, Fut>(
+        &self,
+        delay: Duration,
+        runtime: R,
+        task: F,
+    ) -> Result<ScheduledFuture<Fut::Output>, ScheduleError>
+    where
+        R: AsyncRuntime,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future,
+        Fut::Output: Send + 'static,
+    {
+        let make = move |_: &TaskContext<'_>| task();
+        self.pool
+            .once_after(delay, Async::new(runtime, make), self.name.clone())
+    }
+
+    /// As [`ScheduledThreadPoolExecutor::schedule_async_with_context`], named: the
+    /// context's [`name`](TaskContext::name) is this one.
+    ///
+    /// ```
+    /// use schedpool::{ParkingRuntime, ScheduledThreadPoolExecutor, TaskContext};
+    /// use std::time::Duration;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::new(1);
+    /// let fut = pool
+    ///     .named("fetch")
+    ///     .schedule_async_with_context(Duration::ZERO, ParkingRuntime, |ctx: &TaskContext<'_>| {
+    ///         let name = ctx.name().map(str::to_owned);
+    ///         async move { name }
+    ///     })
+    ///     .unwrap();
+    /// assert_eq!(fut.get().unwrap().as_deref(), Some("fetch"));
+    /// pool.close();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`ScheduledThreadPoolExecutor::schedule`].
+    pub fn schedule_async_with_context<R, F, Fut>(
+        &self,
+        delay: Duration,
+        runtime: R,
+        task: F,
+    ) -> Result<ScheduledFuture<Fut::Output>, ScheduleError>
+    where
+        R: AsyncRuntime,
+        F: FnOnce(&TaskContext<'_>) -> Fut + Send + 'static,
+        Fut: Future,
+        Fut::Output: Send + 'static,
+    {
+        self.pool
+            .once_after(delay, Async::new(runtime, task), self.name.clone())
     }
 }
 

@@ -86,20 +86,33 @@ impl Pool {
         // deadlines.
         let clock = self.clock();
         let now = clock.now();
+        // The wall clock beside the monotonic one, read together once for the snapshot.
+        let (now_at, wall_now) = crate::clock::WallClock::of(clock).now();
+        let wall = |ticks: Ticks| {
+            let at = clock.instant_of(ticks);
+            match at.checked_duration_since(now_at) {
+                Some(ahead) => wall_now.checked_add(ahead),
+                None => wall_now.checked_sub(now_at.saturating_duration_since(at)),
+            }
+            .unwrap_or(wall_now)
+        };
         let info = |job: &TaskRef, deadline: Ticks, running: Option<Ticks>| {
             let record = job.record();
+            let started = running.or(record.started);
             TaskInfo {
                 id: job.header().id(),
                 name: job.name().map(str::to_owned),
                 kind: job.schedule().kind(),
                 schedule: job.schedule().describe(),
                 deadline: clock.instant_of(deadline),
+                next_run_at: wall(deadline),
                 due_in: match running {
                     Some(_) => Duration::ZERO,
                     None => crate::clock::since(deadline, now),
                 },
                 running: running.is_some(),
-                last_started: running.or(record.started).map(|t| clock.instant_of(t)),
+                last_started: started.map(|t| clock.instant_of(t)),
+                last_started_at: started.map(wall),
                 runs: record.runs,
                 last_run: record.last,
                 cancelled: job.header().state() == State::Cancelled,

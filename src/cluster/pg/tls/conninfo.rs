@@ -89,24 +89,12 @@ fn url_query(s: &str) -> Option<(&str, &str)> {
     }
 }
 
-/// `%XX` sequences decoded (others kept as they are).
+/// `%XX` sequences decoded (others kept as they are; bytes that are not UTF-8 become
+/// U+FFFD), by the `percent-encoding` crate that `postgres` itself uses.
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// The pairs of a `key=value` connection string, values unquoted (libpq's syntax: spaces
