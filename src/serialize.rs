@@ -28,10 +28,11 @@ impl Serialize for LastRun {
 /// `{"id":7,"name":"report","kind":"fixed_rate","schedule":"fixed rate 1m",
 /// "next_run_at":"2026-12-05T10:00:00.000Z","due_in":59.5,"running":false,
 /// "last_started_at":"2026-12-05T09:59:00.000Z","runs":1,"last_run":"completed",
-/// "cancelled":false,"paused":false}`
+/// "cancelled":false,"paused":false,"paused_by":null,"paused_since":null,
+/// "paused_until":null}` (the last three set for a job paused on every node)
 impl Serialize for TaskInfo {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut t = s.serialize_struct("TaskInfo", 12)?;
+        let mut t = s.serialize_struct("TaskInfo", 15)?;
         t.serialize_field("id", &self.id)?;
         t.serialize_field("name", &self.name)?;
         t.serialize_field("kind", &self.kind)?;
@@ -44,6 +45,9 @@ impl Serialize for TaskInfo {
         t.serialize_field("last_run", &self.last_run)?;
         t.serialize_field("cancelled", &self.cancelled)?;
         t.serialize_field("paused", &self.paused)?;
+        t.serialize_field("paused_by", &self.paused_by)?;
+        t.serialize_field("paused_since", &self.paused_since.map(rfc3339))?;
+        t.serialize_field("paused_until", &self.paused_until.map(rfc3339))?;
         t.end()
     }
 }

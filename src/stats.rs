@@ -172,9 +172,17 @@ pub struct TaskInfo {
     /// Cancelled but still queued (only with `remove_on_cancel` off, until a purge or its
     /// deadline).
     pub cancelled: bool,
-    /// Paused ([`ScheduledFuture::pause`](crate::ScheduledFuture::pause)): its runs are
-    /// skipped until it is resumed.
+    /// Paused: by its handle ([`ScheduledFuture::pause`](crate::ScheduledFuture::pause)),
+    /// or, for an exclusive task, on every node through its cluster lock
+    /// ([`ClusterLock::pause`](crate::cluster::ClusterLock::pause), as its last run found
+    /// it). Its runs are skipped until it is resumed.
     pub paused: bool,
+    /// Who paused it cluster-wide, as its last run found the pause; `None` otherwise.
+    pub paused_by: Option<String>,
+    /// Since when it is paused cluster-wide (the store's wall-clock time).
+    pub paused_since: Option<SystemTime>,
+    /// Until when it is paused cluster-wide; `None` if not, or until resumed.
+    pub paused_until: Option<SystemTime>,
 }
 
 /// How a task is scheduled ([`TaskInfo::kind`]); [`as_str`](TaskKind::as_str) is the
@@ -223,7 +231,8 @@ impl std::fmt::Display for TaskInfo {
     /// due_in=59.5s runs=1 last_run=completed
     /// last_started_at=2026-12-05T09:30:00.000Z`: `due_in` to the millisecond, `name`,
     /// `last_run` and `last_started_at` (RFC 3339, UTC) only where there is one,
-    /// `cancelled=true` only for a cancelled task, `paused=true` only for a paused one.
+    /// `cancelled=true` only for a cancelled task, `paused=true` only for a paused one (and
+    /// `paused_by` for a cluster-wide pause).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "id={}", self.id)?;
         if let Some(name) = &self.name {
@@ -247,6 +256,9 @@ impl std::fmt::Display for TaskInfo {
         }
         if self.paused {
             f.write_str(" paused=true")?;
+        }
+        if let Some(by) = &self.paused_by {
+            write!(f, " paused_by={by:?}")?;
         }
         Ok(())
     }

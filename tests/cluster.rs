@@ -1098,3 +1098,148 @@ fn a_store_that_blocks_holds_up_only_its_own_run() {
     pool.shutdown();
     assert!(pool.await_termination(BOUND));
 }
+
+// ---- a job paused on every node through its lock's store ----
+
+#[test]
+fn a_job_paused_in_the_store_skips_its_ticks_on_every_node_until_resumed() {
+    let clock = ManualClock::new();
+    clock.set_wall_time(std::time::UNIX_EPOCH + sec(1_764_927_000));
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let nodes: Vec<_> = (0..2).map(|_| node(&clock)).collect();
+    let runs = Arc::new(AtomicU64::new(0));
+    let futs: Vec<_> = nodes
+        .iter()
+        .map(|pool| {
+            let r = runs.clone();
+            pool.schedule_periodic(job(lock.clone()).name("report"), move || {
+                r.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap()
+        })
+        .collect();
+    settle(&nodes); // tick 0 runs on one node
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(lock.paused("report").unwrap(), None);
+    lock.pause("report", "ops on call", None).unwrap();
+    let pause = lock.paused("report").unwrap().expect("paused");
+    assert_eq!(pause.by, "ops on call");
+    assert_eq!(pause.since, clock.wall_time());
+    for _ in 0..3 {
+        clock.advance(PERIOD);
+        settle(&nodes);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "no node ran a paused tick");
+    for pool in &nodes {
+        let row = &pool.scheduled_tasks()[0];
+        assert!(row.paused, "{row}");
+        assert_eq!(row.last_run, Some(schedpool::LastRun::Paused));
+        assert_eq!(row.paused_by.as_deref(), Some("ops on call"));
+        assert_eq!(row.paused_since, Some(pause.since));
+        assert_eq!(row.paused_until, None);
+        assert!(
+            row.to_string()
+                .contains(r#"paused=true paused_by="ops on call""#),
+            "{row}"
+        );
+        assert_eq!(pool.stats().paused_runs, 3, "each node skipped each tick");
+        assert_eq!(pool.stats().lock_acquired + pool.stats().lock_skipped, 1);
+    }
+    assert!(lock.resume("report").unwrap());
+    assert!(!lock.resume("report").unwrap(), "not paused any more");
+    clock.advance(PERIOD);
+    settle(&nodes);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "the next tick runs, on one node"
+    );
+    for pool in &nodes {
+        let row = &pool.scheduled_tasks()[0];
+        assert!(!row.paused && row.paused_by.is_none(), "{row}");
+    }
+    for (f, p) in futs.iter().zip(&nodes) {
+        assert!(f.cancel());
+        p.close();
+    }
+}
+
+#[test]
+fn a_pause_until_a_time_ends_by_itself() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let pool = node(&clock);
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let fut = pool
+        .schedule_periodic(job(lock.clone()).initial_delay(PERIOD), move || {
+            r.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    let until = clock.wall_time() + PERIOD * 2 + sec(5); // ticks 1 and 2 paused
+    lock.pause("report", "migration", Some(until)).unwrap();
+    for _ in 0..4 {
+        clock.advance(PERIOD);
+        settle(std::slice::from_ref(&pool));
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "ticks 3 and 4 ran");
+    assert_eq!(lock.paused("report").unwrap(), None, "over");
+    assert!(
+        !lock.resume("report").unwrap(),
+        "an expired pause was no pause"
+    );
+    assert_eq!(pool.stats().paused_runs, 2);
+    fut.cancel();
+    pool.close();
+}
+
+#[test]
+fn run_now_of_an_exclusive_job_runs_it_once_on_the_node_asked() {
+    let clock = ManualClock::new();
+    let lock = Arc::new(LocalLock::with_clock(clock.clone()));
+    let (a, b) = (node(&clock), node(&clock));
+    let ran_on: Arc<Mutex<Vec<&str>>> = Arc::default();
+    let spec = job(lock.clone()).initial_delay(PERIOD); // no tick before the extra run
+    let (ra, rb) = (ran_on.clone(), ran_on.clone());
+    let fut_a = a
+        .schedule_periodic(spec.clone(), move || ra.lock().unwrap().push("a"))
+        .unwrap();
+    let fut_b = b
+        .schedule_periodic(spec, move || rb.lock().unwrap().push("b"))
+        .unwrap();
+    assert!(fut_a.run_now());
+    settle(&[a.clone(), b.clone()]);
+    assert_eq!(*ran_on.lock().unwrap(), ["a"], "one run, on the node asked");
+    assert_eq!(fut_a.delay(), PERIOD, "back to its tick");
+    // While the job is paused in the store, an extra run is skipped like a tick.
+    lock.pause("report", "ops", None).unwrap();
+    clock.advance(PERIOD / 2 + sec(1)); // past at_least_for: the lock is free again
+    assert!(fut_b.run_now());
+    settle(&[a.clone(), b.clone()]);
+    assert_eq!(*ran_on.lock().unwrap(), ["a"]);
+    assert_eq!(
+        b.scheduled_tasks()[0].last_run,
+        Some(schedpool::LastRun::Paused)
+    );
+    fut_a.cancel();
+    fut_b.cancel();
+    a.close();
+    b.close();
+}
+
+/// A store that cannot pause (the trait's defaults): its jobs run as before, and a pause
+/// is refused with `Unsupported`.
+#[test]
+fn a_store_without_pauses_runs_its_jobs_and_refuses_a_pause() {
+    let clock = ManualClock::new();
+    let store = Flaky::new(&clock, true);
+    assert!(matches!(
+        store.pause("report", "ops", None),
+        Err(LockError::Unsupported(_))
+    ));
+    assert!(matches!(
+        store.resume("report"),
+        Err(LockError::Unsupported(_))
+    ));
+    assert_eq!(store.paused("report").unwrap(), None);
+}

@@ -282,6 +282,63 @@ fn edge_inputs_and_a_role_without_create_on_the_schema() {
         .expect_err("no table and no right to create it")
         .to_string();
     assert!(err.contains("permission denied"), "{err}");
+
+    // The table of pauses, not granted to this role: its jobs run as before (no pause
+    // can be seen), and a pause says what is missing; granted, it pauses.
+    assert_eq!(plain.paused("job").unwrap(), None);
+    let err = plain.pause("job", "ops", None).unwrap_err().to_string();
+    assert!(err.contains("PgLock::pause_schema"), "{err}");
+    admin
+        .batch_execute("GRANT SELECT, INSERT, UPDATE, DELETE ON schedpool_locks_pauses TO plain")
+        .unwrap();
+    plain.pause("job", "ops", None).unwrap();
+    assert_eq!(
+        lock.paused("job").unwrap().expect("seen by every node").by,
+        "ops"
+    );
+    assert!(plain.resume("job").unwrap());
+}
+
+#[test]
+fn a_pause_is_kept_by_the_database_with_its_clock() {
+    let server = PgServer::start();
+    let url = server.url();
+    let (a, b) = (pg_lock(&url, "node-a"), pg_lock(&url, "node-b"));
+    assert_eq!(a.paused("report").unwrap(), None);
+    assert!(!a.resume("report").unwrap(), "nothing to resume");
+    a.pause("report", "ops", None).unwrap();
+    let pause = b.paused("report").unwrap().expect("every node sees it");
+    assert_eq!((pause.by.as_str(), pause.until), ("ops", None));
+    let db_now: SystemTime = server
+        .client()
+        .query_one("SELECT now()", &[])
+        .unwrap()
+        .get(0);
+    assert!(pause.since <= db_now, "the database's time");
+    assert_eq!(b.paused("other").unwrap(), None, "by name");
+    // A second pause replaces the first; one whose end has passed is none.
+    let soon = db_now + ms(300);
+    b.pause("report", "migration", Some(soon)).unwrap();
+    let pause = a.paused("report").unwrap().unwrap();
+    assert_eq!(pause.by, "migration");
+    assert!(pause.until.is_some());
+    assert!(
+        wait_for(sec(5), || a
+            .paused("report")
+            .unwrap()
+            .is_none()
+            .then_some(()))
+        .is_some(),
+        "over at its end by the database's clock"
+    );
+    assert!(!a.resume("report").unwrap(), "an ended pause was no pause");
+    a.pause("report", "ops", Some(db_now + sec(3600))).unwrap();
+    assert!(b.resume("report").unwrap());
+    assert_eq!(a.paused("report").unwrap(), None);
+    // A new connection (a restarted node) sees a pause made before it.
+    a.pause("report", "ops", None).unwrap();
+    let restarted = pg_lock(&url, "node-c");
+    assert!(restarted.paused("report").unwrap().is_some());
 }
 
 // ---- each tick once across executors and processes ----
@@ -349,6 +406,132 @@ fn run_node(url: &str, node: &str, first: i64, last: i64) -> PoolStats {
     pool.stats()
 }
 
+/// One node of the pause test: the ticking job of `run_node`, recording every tick it
+/// runs (`runs`), for `secs`; its statistics.
+fn run_pausable(url: &str, node: &str, secs: Duration) -> PoolStats {
+    let lock = pg_lock(url, node);
+    let db = Mutex::new(postgres::Client::connect(url, postgres::NoTls).unwrap());
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .name(node)
+        .build();
+    let to_next = TICK - Duration::from_nanos((epoch().as_nanos() % TICK.as_nanos()) as u64);
+    let spec = Periodic::at_fixed_rate(TICK)
+        .initial_delay(to_next)
+        .missed_ticks(MissedTicks::Skip)
+        .max_lateness(TICK * 4 / 10)
+        .exclusive(Exclusive::new(lock, "tick-job", sec(10)).at_least_for(TICK / 2));
+    let name = node.to_owned();
+    let fut = pool
+        .schedule_periodic_with_context(spec, move |ctx: &TaskContext<'_>| {
+            let tick = tick_of(ctx.deadline());
+            db.lock()
+                .unwrap()
+                .execute(
+                    "INSERT INTO runs (tick, node) VALUES ($1, $2)",
+                    &[&tick, &name],
+                )
+                .unwrap();
+            Next::Continue
+        })
+        .unwrap();
+    std::thread::sleep(secs);
+    assert!(!fut.is_done(), "{node}: the job kept its schedule");
+    fut.cancel();
+    pool.close();
+    pool.stats()
+}
+
+/// A child node's report line, as `(field, value)` pairs.
+fn report(c: std::process::Child) -> Vec<(String, u64)> {
+    let mut c = c;
+    let mut out = String::new();
+    c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    assert!(c.wait().unwrap().success(), "a child node failed: {out}");
+    let line = out
+        .lines()
+        .find_map(|l| l.find("NODE ").map(|i| &l[i..]))
+        .unwrap_or_else(|| panic!("its report, in {out:?}"))
+        .to_owned();
+    line.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
+        .collect()
+}
+
+/// Pauses a job through the database while node processes run it: no node runs a tick
+/// while it is paused, a node started during the pause (a restart) sees it at once, and
+/// after the resume each tick runs once again.
+#[test]
+fn a_job_paused_in_the_database_is_skipped_by_every_node_process() {
+    let server = PgServer::start();
+    let url = server.url();
+    server
+        .client()
+        .batch_execute("CREATE TABLE runs (tick BIGINT NOT NULL, node TEXT NOT NULL)")
+        .unwrap();
+    let ops = pg_lock(&url, "ops");
+    ops.check().unwrap(); // the tables exist before the nodes start
+    let first: Vec<_> = (0..2)
+        .map(|i| child(format!("pausable|{url}|process-{i}|9")))
+        .collect();
+    let mut db = server.client();
+    let runs = |db: &mut postgres::Client| -> Vec<i64> {
+        db.query("SELECT tick FROM runs ORDER BY tick", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    assert!(
+        wait_for(sec(15), || (runs(&mut db).len() >= 2).then_some(())).is_some(),
+        "the job runs before the pause"
+    );
+    ops.pause("tick-job", "ops", None).unwrap();
+    // A tick already past its pause check may still finish: the ticks from the next
+    // one on are paused.
+    let paused_from = (epoch().as_millis() / TICK.as_millis()) as i64 + 2;
+    let late = child(format!("pausable|{url}|restarted|4")); // starts during the pause
+    std::thread::sleep(sec(4));
+    ops.resume("tick-job").unwrap();
+    let resumed_at = (epoch().as_millis() / TICK.as_millis()) as i64;
+    let late = report(late);
+    let field = |r: &[(String, u64)], k: &str| r.iter().find(|(f, _)| f == k).unwrap().1;
+    assert_eq!(
+        field(&late, "acquired"),
+        0,
+        "the restarted node ran nothing: {late:?}"
+    );
+    assert!(
+        field(&late, "paused") >= 2,
+        "it skipped paused ticks: {late:?}"
+    );
+    let reports: Vec<_> = first.into_iter().map(report).collect();
+    for r in &reports {
+        assert_eq!(field(r, "failed"), 0, "{r:?}");
+        assert!(
+            field(r, "paused") >= 2,
+            "every node skipped paused ticks: {r:?}"
+        );
+    }
+    let ticks = runs(&mut db);
+    let during: Vec<_> = ticks
+        .iter()
+        .filter(|&&t| t >= paused_from && t < resumed_at)
+        .collect();
+    assert!(
+        during.is_empty(),
+        "ticks run while paused: {during:?} in {ticks:?}"
+    );
+    assert!(
+        ticks.iter().any(|&t| t > resumed_at),
+        "the job runs again after the resume: {ticks:?}"
+    );
+    let mut dedup = ticks.clone();
+    dedup.dedup();
+    assert_eq!(dedup, ticks, "each tick at most once");
+}
+
 /// The child-process side of the cluster tests (run by them, with `SCHEDPOOL_TEST_NODE`
 /// set; alone it does nothing).
 #[test]
@@ -405,6 +588,13 @@ fn node_process() {
             loop {
                 std::thread::park();
             }
+        }
+        ["pausable", url, node, secs] => {
+            let s = run_pausable(url, node, sec(secs.parse().unwrap()));
+            println!(
+                "NODE {node} acquired={} skipped={} failed={} paused={}",
+                s.lock_acquired, s.lock_skipped, s.lock_failed, s.paused_runs
+            );
         }
         _ => panic!("unknown node spec {spec:?}"),
     }

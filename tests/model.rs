@@ -90,6 +90,15 @@ enum Op {
     Advance {
         ms: u64,
     },
+    /// `pause` (or `resume`) of the future at `pick`.
+    Pause {
+        pick: prop::sample::Index,
+        pause: bool,
+    },
+    /// `run_now` of the future at `pick`.
+    RunNow {
+        pick: prop::sample::Index,
+    },
     Purge,
     SetContinuePeriodic(bool),
     SetExecuteDelayed(bool),
@@ -135,6 +144,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<prop::sample::Index>(), any::<prop::sample::Index>())
             .prop_map(|(pick, other)| Op::RescheduleTie { pick, other }),
         6 => (0u64..30).prop_map(move |k| Op::Advance { ms: step(k) }),
+        2 => (any::<prop::sample::Index>(), any::<bool>())
+            .prop_map(|(pick, pause)| Op::Pause { pick, pause }),
+        2 => any::<prop::sample::Index>().prop_map(|pick| Op::RunNow { pick }),
         1 => Just(Op::Purge),
         1 => any::<bool>().prop_map(Op::SetContinuePeriodic),
         1 => any::<bool>().prop_map(Op::SetExecuteDelayed),
@@ -227,6 +239,11 @@ struct Task {
     status: Status,
     /// In the pool's queue (a cancelled task stays there without `remove_on_cancel`).
     queued: bool,
+    /// Paused (`ScheduledFuture::pause`): its due runs are skipped.
+    paused: bool,
+    /// After an extra run asked for by `run_now`: the deadline it goes back to, or
+    /// `Some(None)`: by its rule.
+    back: Option<Option<u64>>,
 }
 
 /// The sequential reference.
@@ -241,6 +258,7 @@ struct Model {
     task_count: u64,
     completed: u64,
     rejected: u64,
+    paused_runs: u64,
 }
 
 impl Model {
@@ -255,6 +273,7 @@ impl Model {
             task_count: 0,
             completed: 0,
             rejected: 0,
+            paused_runs: 0,
         }
     }
 
@@ -290,6 +309,8 @@ impl Model {
             seq,
             status: if over { Status::Done } else { Status::Pending },
             queued: !over,
+            paused: false,
+            back: None,
         });
         Some(self.tasks.len() - 1)
     }
@@ -323,6 +344,39 @@ impl Model {
         let seq = self.next_seq();
         let t = &mut self.tasks[i];
         t.deadline = deadline;
+        t.seq = seq;
+        t.back = None; // an explicit move replaces a pending extra run
+        true
+    }
+
+    /// `pause` / `resume`: a periodic task not ended and not already so.
+    fn pause(&mut self, i: usize, pause: bool) -> bool {
+        let t = &mut self.tasks[i];
+        if t.kind == Kind::Once || t.status != Status::Pending || t.paused == pause {
+            return false;
+        }
+        t.paused = pause;
+        true
+    }
+
+    /// `run_now`: a queued task moves to now; a periodic one keeps where to go back.
+    fn run_now(&mut self, i: usize) -> bool {
+        let now = self.now;
+        let t = &self.tasks[i];
+        if t.paused || t.status != Status::Pending || !t.queued {
+            return false;
+        }
+        if t.back.is_some() {
+            return true; // an extra run is pending already
+        }
+        let seq = self.next_seq();
+        let t = &mut self.tasks[i];
+        t.back = match t.kind {
+            Kind::Once => None,
+            Kind::Rate(..) => Some(Some(t.deadline)),
+            Kind::Delay(_) => Some(None),
+        };
+        t.deadline = now;
         t.seq = seq;
         true
     }
@@ -395,15 +449,23 @@ impl Model {
             if self.tasks[i].status == Status::Cancelled {
                 continue; // left in the queue by cancel; the worker discards it
             }
-            self.log.push(i);
-            self.completed += 1;
             let t = &mut self.tasks[i];
-            t.runs += 1;
-            if t.kind == Kind::Once || t.max_runs.is_some_and(|max| t.runs >= max) {
-                t.status = Status::Done;
-                continue;
+            if t.paused {
+                self.paused_runs += 1; // skipped: no run, the rule goes on
+            } else {
+                self.log.push(i);
+                self.completed += 1;
+                t.runs += 1;
+                if t.kind == Kind::Once || t.max_runs.is_some_and(|max| t.runs >= max) {
+                    t.status = Status::Done;
+                    continue;
+                }
             }
-            let next = t.kind.next(t.deadline, now);
+            let rule = t.kind.next(t.deadline, now);
+            let next = match t.back.take() {
+                Some(Some(back)) => back, // after an extra run: back to where it was
+                _ => rule,
+            };
             let requeue = match self.run_state {
                 RunState::Running => true,
                 RunState::Shutdown => self.s.continue_periodic,
@@ -621,6 +683,24 @@ fn step(real: &mut Real, model: &mut Model, op: &Op) -> Result<(), TestCaseError
             real.clock.advance(ms(by));
             model.now += by * MS;
         }
+        Op::Pause { pick, pause } => {
+            if !real.futures.is_empty() {
+                let i = pick.index(real.futures.len());
+                let got = if pause {
+                    real.futures[i].pause()
+                } else {
+                    real.futures[i].resume()
+                };
+                prop_assert_eq!(got, model.pause(i, pause), "pause({}) {}", pause, i);
+                prop_assert_eq!(real.futures[i].is_paused(), model.tasks[i].paused);
+            }
+        }
+        Op::RunNow { pick } => {
+            if !real.futures.is_empty() {
+                let i = pick.index(real.futures.len());
+                prop_assert_eq!(real.futures[i].run_now(), model.run_now(i), "run_now {}", i);
+            }
+        }
         Op::Purge => {
             let mut expected = 0;
             for t in model.tasks.iter_mut() {
@@ -721,6 +801,7 @@ fn check(real: &Real, model: &mut Model, after: &Op) -> Result<(), TestCaseError
     prop_assert_eq!(stats.task_count, model.task_count);
     prop_assert_eq!(stats.completed_task_count, model.completed);
     prop_assert_eq!(stats.rejected_count, model.rejected);
+    prop_assert_eq!(stats.paused_runs, model.paused_runs);
     Ok(())
 }
 

@@ -26,7 +26,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::exclusive::{run_locked, Ledger};
+use super::exclusive::{run_locked, Ledger, Locked};
 use super::span::link_to;
 use crate::clock::{Clock, Ticks};
 use crate::cluster::{Exclusive, Lease};
@@ -414,8 +414,9 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
             })
         });
         match ran {
-            Ok(Some(step)) => step,
-            Ok(None) => Step::Skip(Declined::LockHeld),
+            Ok(Locked::Ran(step)) => step,
+            Ok(Locked::Held) => Step::Skip(Declined::LockHeld),
+            Ok(Locked::Paused(pause)) => Step::Skip(Declined::Paused(pause)),
             Err(_) => Step::Skip(Declined::LockFailed),
         }
     }

@@ -23,7 +23,7 @@
 use std::time::Duration;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
-use crate::cluster::{Exclusive, Lease, LockError};
+use crate::cluster::{Exclusive, Lease, LockError, Pause};
 use crate::error::run_caught;
 use crate::schedule::Schedule;
 use crate::stats::{self, Counters};
@@ -54,20 +54,53 @@ impl<'a> Ledger<'a> {
     }
 }
 
-/// Runs `f` under `spec`'s lock: `Ok(Some(output))` if this node got the lease and ran
-/// it, `Ok(None)` if another node holds the lock, `Err` if the store could not be asked.
-/// The lease is given back when `f` returns or unwinds (a panic in `f` goes on unwinding
-/// after the release). Every outcome is counted in `ledger`'s counters and traced.
+/// What [`run_locked`] did.
+pub(crate) enum Locked<T> {
+    /// This node got the lease and ran `f`.
+    Ran(T),
+    /// Another node holds the lock: no run.
+    Held,
+    /// The job is paused on every node (`ClusterLock::pause`): no run.
+    Paused(Pause),
+}
+
+impl<T> Locked<T> {
+    /// `Some(output)` if it ran (what a one-shot and `run_exclusive` return).
+    pub(crate) fn ran(self) -> Option<T> {
+        match self {
+            Locked::Ran(out) => Some(out),
+            Locked::Held | Locked::Paused(_) => None,
+        }
+    }
+}
+
+/// Runs `f` under `spec`'s lock, unless the job is paused cluster-wide (asked first):
+/// [`Locked::Ran`] if this node got the lease and ran it, `Held` if another node holds
+/// the lock, `Paused` if the store says the job is paused, `Err` if the store could not
+/// be asked. The lease is given back when `f` returns or unwinds (a panic in `f` goes on
+/// unwinding after the release). Every outcome is counted in `ledger`'s counters and
+/// traced.
 pub(crate) fn run_locked<T>(
     spec: &Exclusive,
     ledger: &Ledger<'_>,
     hold_until: Option<Ticks>,
     f: impl FnOnce(&Lease) -> T,
-) -> Result<Option<T>, LockError> {
+) -> Result<Locked<T>, LockError> {
     let (pool, id, task_name) = (ledger.pool, ledger.id, ledger.task);
     // The user's `ClusterLock` through the door (U1: no crate lock held); its panic is the
     // run's panic, contained by the task's run.
-    match crate::user::call(|| spec.lock.try_acquire(&spec.name, spec.at_most_for)) {
+    let paused = crate::user::call(|| spec.lock.paused(&spec.name));
+    let acquired = match paused {
+        Ok(Some(pause)) => {
+            crate::user::traced(
+                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, paused_by = %pause.by, "run skipped: the job is paused in the cluster"),
+            );
+            return Ok(Locked::Paused(pause));
+        }
+        Ok(None) => crate::user::call(|| spec.lock.try_acquire(&spec.name, spec.at_most_for)),
+        Err(error) => Err(error),
+    };
+    match acquired {
         Ok(Some(lease)) => {
             bump(ledger.counters, |c| &c.lock_acquired);
             crate::user::traced(
@@ -89,14 +122,14 @@ pub(crate) fn run_locked<T>(
                 Some(every) => kept_alive(spec, ledger, lease, every, f),
             };
             drop(held); // gives the lease back (also on unwind)
-            Ok(Some(out))
+            Ok(Locked::Ran(out))
         }
         Ok(None) => {
             bump(ledger.counters, |c| &c.lock_skipped);
             crate::user::traced(
                 || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere"),
             );
-            Ok(None)
+            Ok(Locked::Held)
         }
         Err(error) => {
             bump(ledger.counters, |c| &c.lock_failed);
@@ -257,7 +290,7 @@ where
     F: FnOnce(&Lease) -> T + Send + 'static,
 {
     fn call(self, cx: &RunCx<'_>) -> Ran<Result<Option<T>, LockError>> {
-        Ran::Output(run_locked(&self.spec, &Ledger::of(cx), None, self.f))
+        Ran::Output(run_locked(&self.spec, &Ledger::of(cx), None, self.f).map(Locked::ran))
     }
 }
 

@@ -4,12 +4,12 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::sync::Mutex;
 
-use super::{ClusterLock, Lease, LockError};
-use crate::clock::{self, Clock, Ticks};
+use super::{ClusterLock, Lease, LockError, Pause};
+use crate::clock::{self, Clock, Ticks, WallClock};
 use crate::ManualClock;
 
 /// One lock's record.
@@ -41,6 +41,8 @@ pub struct LocalLock {
     clock: Clock,
     /// The records by name; the mutex makes each call one atomic step (LK1).
     records: Mutex<HashMap<String, Record>>,
+    /// The jobs paused cluster-wide (`ClusterLock::pause`), by name.
+    pauses: Mutex<HashMap<String, Pause>>,
 }
 
 impl LocalLock {
@@ -49,6 +51,7 @@ impl LocalLock {
         LocalLock {
             clock: Clock::real(),
             records: Mutex::new(HashMap::new()),
+            pauses: Mutex::new(HashMap::new()),
         }
     }
 
@@ -57,6 +60,7 @@ impl LocalLock {
         LocalLock {
             clock: Clock::Manual(clock),
             records: Mutex::new(HashMap::new()),
+            pauses: Mutex::new(HashMap::new()),
         }
     }
 
@@ -128,6 +132,31 @@ impl ClusterLock for LocalLock {
             .lock()
             .get(name)
             .map(|r| clock::since(now, r.acquired)))
+    }
+
+    /// The store's clock for a pause is its wall clock: the system's, or the
+    /// [`ManualClock`]'s fake one.
+    fn pause(&self, name: &str, by: &str, until: Option<SystemTime>) -> Result<(), LockError> {
+        let (_, now) = WallClock::of(&self.clock).now();
+        let pause = Pause::new(by, now, until);
+        let old = self.pauses.lock().insert(name.to_owned(), pause);
+        drop(old); // plain data, outside the lock all the same
+        Ok(())
+    }
+
+    fn resume(&self, name: &str) -> Result<bool, LockError> {
+        let (_, now) = WallClock::of(&self.clock).now();
+        let old = self.pauses.lock().remove(name);
+        Ok(old.is_some_and(|p| p.until.is_none_or(|u| u > now)))
+    }
+
+    fn paused(&self, name: &str) -> Result<Option<Pause>, LockError> {
+        let (_, now) = WallClock::of(&self.clock).now();
+        let pauses = self.pauses.lock();
+        Ok(pauses
+            .get(name)
+            .filter(|p| p.until.is_none_or(|u| u > now))
+            .cloned())
     }
 }
 

@@ -150,6 +150,7 @@ fn loom_cluster_a_catch_up_release_leaves_the_next_tick_its_lock() {
             thread::spawn(move || {
                 let ledger = Ledger {
                     pool: "",
+                    id: None,
                     task: None,
                     counters: None,
                     clock: &clock,
@@ -157,6 +158,7 @@ fn loom_cluster_a_catch_up_release_leaves_the_next_tick_its_lock() {
                 // `None` when the tick took the lock first (its release then frees it).
                 if run_locked(&spec, &ledger, Some(next_tick), |_| ())
                     .unwrap()
+                    .ran()
                     .is_some()
                 {
                     released.store(true, Ordering::SeqCst);

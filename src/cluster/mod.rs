@@ -63,6 +63,12 @@
 //! meanwhile. `release` then reports it ([`ClusterLock::release`] returns `false`), and
 //! the run is counted in `PoolStats::lock_overruns` and traced as a warning. Choose
 //! `at_most_for` well above the longest run.
+//!
+//! A job can be paused on every node at once ([`ClusterLock::pause`]): before each
+//! exclusive run the node asks the store ([`ClusterLock::paused`]) and skips the run if
+//! the job is paused (`docs/CLUSTER.md`, "Pausing a job on every node"). The question
+//! comes before the acquisition, not in its atomic step: a run whose check came just
+//! before the pause still runs, as a run in progress does.
 
 mod local;
 #[cfg(feature = "postgres")]
@@ -74,7 +80,7 @@ mod loom;
 use std::error::Error;
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 pub use local::LocalLock;
 #[cfg(feature = "postgres")]
@@ -143,6 +149,68 @@ pub trait ClusterLock: Send + Sync + 'static {
             "this lock does not keep its last acquisition",
         ))
     }
+
+    /// Pauses the job `name` on every node that shares this store (an operator's "stop
+    /// the nightly report during the migration"): until `until` (wall-clock time, by the
+    /// store's clock), or until [`resume`](Self::resume) if `None`; `by` says who (an
+    /// operator, a node) for the task list and the logs. Each node then skips the job's
+    /// runs that come due ([`LastRun::Paused`](crate::LastRun::Paused)) and keeps its
+    /// schedule; a run in progress finishes. The pause is the store's, so it survives a
+    /// restart of any node, and a node started meanwhile sees it at its first tick. A
+    /// second pause replaces the first.
+    ///
+    /// The default answers [`LockError::Unsupported`].
+    /// # Errors
+    /// [`LockError`] if the store could not be asked, or cannot pause.
+    fn pause(&self, name: &str, by: &str, until: Option<SystemTime>) -> Result<(), LockError> {
+        let _ = (name, by, until);
+        Err(LockError::Unsupported("this lock cannot pause a job"))
+    }
+
+    /// Ends a pause of the job `name` ([`pause`](Self::pause)): its next tick runs on one
+    /// node again. `Ok(true)` if it was paused.
+    ///
+    /// The default answers [`LockError::Unsupported`].
+    /// # Errors
+    /// [`LockError`] if the store could not be asked, or cannot pause.
+    fn resume(&self, name: &str) -> Result<bool, LockError> {
+        let _ = name;
+        Err(LockError::Unsupported("this lock cannot pause a job"))
+    }
+
+    /// The pause in force for the job `name` now, if any (one whose `until` has passed is
+    /// none). Asked before each exclusive run; the default, for a store that cannot
+    /// pause, is `Ok(None)`.
+    /// # Errors
+    /// [`LockError`] if the store could not be asked (the run is then skipped, as for a
+    /// failed acquisition).
+    fn paused(&self, name: &str) -> Result<Option<Pause>, LockError> {
+        let _ = name;
+        Ok(None)
+    }
+}
+
+/// A job paused on every node ([`ClusterLock::pause`]), as the store keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Pause {
+    /// Who paused it (`pause`'s `by`).
+    pub by: String,
+    /// When, in wall-clock time by the store's clock.
+    pub since: SystemTime,
+    /// Until when; `None`: until resumed.
+    pub until: Option<SystemTime>,
+}
+
+impl Pause {
+    /// A pause by `by` since `since`, until `until` (for a store's implementation).
+    pub fn new(by: impl Into<String>, since: SystemTime, until: Option<SystemTime>) -> Self {
+        Pause {
+            by: by.into(),
+            since,
+            until,
+        }
+    }
 }
 
 impl<L: ClusterLock + ?Sized> ClusterLock for Arc<L> {
@@ -160,6 +228,18 @@ impl<L: ClusterLock + ?Sized> ClusterLock for Arc<L> {
 
     fn last_acquired(&self, name: &str) -> Result<Option<Duration>, LockError> {
         (**self).last_acquired(name)
+    }
+
+    fn pause(&self, name: &str, by: &str, until: Option<SystemTime>) -> Result<(), LockError> {
+        (**self).pause(name, by, until)
+    }
+
+    fn resume(&self, name: &str) -> Result<bool, LockError> {
+        (**self).resume(name)
+    }
+
+    fn paused(&self, name: &str) -> Result<Option<Pause>, LockError> {
+        (**self).paused(name)
     }
 }
 

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use super::ScheduledThreadPoolExecutor;
-use crate::body::{run_locked, Ledger, LockedOnce};
+use crate::body::{run_locked, Ledger, Locked, LockedOnce};
 use crate::cluster::{Exclusive, Lease, LockError};
 use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
@@ -135,6 +135,6 @@ impl ScheduledThreadPoolExecutor {
             counters: Some(&self.shared.counters),
             clock: self.shared.clock(),
         };
-        run_locked(exclusive, &ledger, None, f)
+        run_locked(exclusive, &ledger, None, f).map(Locked::ran)
     }
 }

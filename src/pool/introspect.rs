@@ -116,9 +116,13 @@ impl Pool {
                 runs: record.runs,
                 last_run: record.last,
                 cancelled: job.header().state() == State::Cancelled,
-                paused: job
-                    .pause_switch()
-                    .is_some_and(|p| p.load(crate::sync::Ordering::Relaxed)),
+                paused: record.pause.is_some()
+                    || job
+                        .pause_switch()
+                        .is_some_and(|p| p.load(crate::sync::Ordering::Relaxed)),
+                paused_by: record.pause.as_ref().map(|p| p.by.clone()),
+                paused_since: record.pause.as_ref().map(|p| p.since),
+                paused_until: record.pause.as_ref().and_then(|p| p.until),
             }
         };
         // RN1: a periodic task between its re-queue and its worker's `leave` is in the

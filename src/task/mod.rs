@@ -156,7 +156,7 @@ pub(crate) trait Task: Send + Sync {
 }
 
 /// What a snapshot shows of a task's runs ([`Task::record`]).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Record {
     /// Runs so far (skipped ones excluded).
     pub(crate) runs: u64,
@@ -164,6 +164,8 @@ pub(crate) struct Record {
     pub(crate) last: Option<LastRun>,
     /// When the last run (or skip) started.
     pub(crate) started: Option<crate::clock::Ticks>,
+    /// The cluster-wide pause the last run found (an exclusive task's).
+    pub(crate) pause: Option<crate::cluster::Pause>,
 }
 
 /// A task whose output type is known: what a `ScheduledFuture<T>` holds.

@@ -13,11 +13,12 @@ use super::{
     RunEnv, RunReport, Step, Task, TypedTask,
 };
 use crate::clock::{self, Ticks};
+use crate::cluster::Pause;
 use crate::error::{run_caught, PanicPayload, TaskError};
 use crate::queue::LockedCell;
 use crate::schedule::{Limits, OnPanic, RunTimes, Schedule};
 use crate::stats::LastRun;
-use crate::sync::{Arc, AtomicBool, Ordering, StatByte, StatCounter};
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering, StatByte, StatCounter};
 use crate::telemetry::TaskTimer;
 use std::ops::ControlFlow;
 
@@ -37,11 +38,24 @@ struct Ledger {
     last: StatByte,
     /// When the last run (or skip) started, in ticks; [`NO_DEADLINE`]: none yet.
     started: StatCounter,
+    /// The cluster-wide pause its last run found (`ClusterLock::pause`), for the task
+    /// list: written by the runner, read by snapshots, under its own leaf lock (no user
+    /// code runs under it: the pause is plain data).
+    pause: Mutex<Option<Pause>>,
 }
 
 impl Ledger {
     fn runs(&self) -> u64 {
         self.runs.load(Ordering::Relaxed)
+    }
+
+    fn set_pause(&self, pause: Option<Pause>) {
+        let mut p = self.pause.lock();
+        if p.is_some() || pause.is_some() {
+            let old = std::mem::replace(&mut *p, pause);
+            drop(p);
+            drop(old);
+        }
     }
 
     fn set_last(&self, last: LastRun) {
@@ -116,6 +130,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 runs: StatCounter::new(0),
                 last: StatByte::new(0),
                 started: StatCounter::new(NO_DEADLINE),
+                pause: Mutex::new(None),
             },
             timer: None,
             done: Completion::new(Body { f }),
@@ -281,12 +296,22 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             if then_cancel {
                 return ControlFlow::Break(AfterRun::Cancelled);
             }
-            self.ledger.set_last(match why {
+            let last = match why {
                 Declined::LockHeld => LastRun::LockHeld,
                 Declined::LockFailed => LastRun::LockFailed,
-            });
+                Declined::Paused(pause) => {
+                    report.paused = true; // counted as a paused run
+                    self.ledger.set_pause(Some(pause));
+                    LastRun::Paused
+                }
+            };
+            if last != LastRun::Paused {
+                self.ledger.set_pause(None); // the store answered, and not "paused"
+            }
+            self.ledger.set_last(last);
             return ControlFlow::Continue(times(self.ledger.runs(), false));
         }
+        self.ledger.set_pause(None);
         count_run(env.counters, outcome.is_err());
         let runs = self.ledger.runs() + 1;
         self.ledger.runs.store(runs, Ordering::Relaxed);
@@ -382,6 +407,7 @@ impl<F: PeriodicBody> Task for PeriodicTask<F> {
             runs: self.ledger.runs(),
             last: LastRun::from_code(self.ledger.last.load(Ordering::Relaxed)),
             started: (started != NO_DEADLINE).then_some(started),
+            pause: self.ledger.pause.lock().clone(),
         }
     }
 

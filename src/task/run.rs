@@ -147,7 +147,7 @@ pub(crate) trait PeriodicBody: Send + 'static {
 }
 
 /// What a periodic run says comes next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
     /// The schedule's rule decides.
     Continue,
@@ -166,12 +166,14 @@ pub(crate) enum Step {
 }
 
 /// Why a closure declined a run ([`Step::Skip`]), as `TaskInfo::last_run` reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Declined {
     /// Another node holds the cluster lock.
     LockHeld,
     /// The cluster lock's store could not be asked.
     LockFailed,
+    /// The job is paused on every node (`ClusterLock::pause`).
+    Paused(crate::cluster::Pause),
 }
 
 /// A closure that takes no context.

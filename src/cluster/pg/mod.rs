@@ -43,11 +43,11 @@ use std::str::FromStr;
 // `mpsc` is `std`'s: this module is not loom-modelled (it needs a server), and its
 // channel only carries requests to the connection thread.
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 
-use super::{ClusterLock, Lease, LockError};
+use super::{ClusterLock, Lease, LockError, Pause};
 
 mod session;
 mod tls;
@@ -209,6 +209,17 @@ enum Op {
     LastAcquired {
         name: String,
     },
+    Pause {
+        name: String,
+        by: String,
+        until: Option<SystemTime>,
+    },
+    Resume {
+        name: String,
+    },
+    Paused {
+        name: String,
+    },
     Check,
 }
 
@@ -217,6 +228,7 @@ enum Answer {
     Token(Option<u64>),
     Released(bool),
     Holder(Option<String>),
+    Pause(Option<Pause>),
     Ready,
 }
 
@@ -398,6 +410,22 @@ impl PgLock {
         )
     }
 
+    /// The `CREATE TABLE` statement of the table of paused jobs that goes with a lock table
+    /// named `table`: `{table}_pauses` ([`ClusterLock::pause`]). Created beside the lock
+    /// table where the lock creates its table. A role that may not create tables needs it
+    /// created once by one that may, and SELECT, INSERT, UPDATE and DELETE on it, to pause
+    /// jobs; without those, it sees no pause (its jobs run as before) and its `pause`
+    /// fails with the reason.
+    pub fn pause_schema(table: &str) -> String {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {table}_pauses (\n    \
+             name         TEXT PRIMARY KEY,\n    \
+             paused_by    TEXT NOT NULL,\n    \
+             paused_at    TIMESTAMPTZ NOT NULL,\n    \
+             paused_until TIMESTAMPTZ\n)"
+        )
+    }
+
     /// Sends `op` to the connection thread and waits for its answer, at most the timeout.
     fn call(&self, op: Op) -> Result<Answer, LockError> {
         let timeout = self.shared.timeout;
@@ -514,6 +542,35 @@ impl ClusterLock for PgLock {
         })? {
             Answer::Age(age) => Ok(age),
             _ => unreachable!("the question answers with an age"),
+        }
+    }
+
+    /// A row of `{table}_pauses` ([`pause_schema`](PgLock::pause_schema)); `since` is the
+    /// database's `now()`, and a pause past `until` by the database's clock is over.
+    fn pause(&self, name: &str, by: &str, until: Option<SystemTime>) -> Result<(), LockError> {
+        self.call(Op::Pause {
+            name: name.to_owned(),
+            by: by.to_owned(),
+            until,
+        })
+        .map(drop)
+    }
+
+    fn resume(&self, name: &str) -> Result<bool, LockError> {
+        match self.call(Op::Resume {
+            name: name.to_owned(),
+        })? {
+            Answer::Released(was) => Ok(was),
+            _ => unreachable!("a resume answers whether the job was paused"),
+        }
+    }
+
+    fn paused(&self, name: &str) -> Result<Option<Pause>, LockError> {
+        match self.call(Op::Paused {
+            name: name.to_owned(),
+        })? {
+            Answer::Pause(pause) => Ok(pause),
+            _ => unreachable!("the question answers with a pause"),
         }
     }
 }

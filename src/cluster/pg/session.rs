@@ -5,7 +5,7 @@
 //! `mod.rs`.
 
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use postgres::{Client, NoTls, Statement};
 
@@ -21,6 +21,8 @@ struct Session {
     extend: Statement,
     holder: Statement,
     last: Statement,
+    /// `None` while the table of pauses does not exist (`prepare_paused`).
+    paused: Option<Statement>,
 }
 
 /// The connection thread: runs the requests until its sender is dropped (the lock was
@@ -177,11 +179,104 @@ fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer
             let row = s.client.query_opt(&s.holder, &[name]).map_err(store)?;
             Answer::Holder(row.map(|r| r.get::<_, String>(0)))
         }
+        Op::Pause { name, by, until } => {
+            let p = pauses(shared);
+            s.client
+                .execute(
+                    &format!(
+                        "INSERT INTO {p} (name, paused_by, paused_at, paused_until) \
+                         VALUES ($1, $2, now(), $3) \
+                         ON CONFLICT (name) DO UPDATE SET paused_by = EXCLUDED.paused_by, \
+                         paused_at = EXCLUDED.paused_at, paused_until = EXCLUDED.paused_until"
+                    ),
+                    &[name, by, until],
+                )
+                .map_err(|e| missing_pauses(e, shared))?;
+            Answer::Ready
+        }
+        Op::Resume { name } => {
+            let p = pauses(shared);
+            let row = s
+                .client
+                .query_opt(
+                    &format!(
+                        "DELETE FROM {p} WHERE name = $1 \
+                         RETURNING paused_until IS NULL OR paused_until > now()"
+                    ),
+                    &[name],
+                )
+                .map_err(|e| missing_pauses(e, shared))?;
+            Answer::Released(row.is_some_and(|r| r.get::<_, bool>(0)))
+        }
+        Op::Paused { name } => {
+            if s.paused.is_none() {
+                // Prepared once the table exists (another node, or an operator, may
+                // have created it since this connection was made).
+                s.paused = prepare_paused(&mut s.client, shared).ok();
+            }
+            match &s.paused {
+                None => Answer::Pause(None), // no table of pauses: nothing was paused
+                Some(stmt) => match s.client.query_opt(stmt, &[name]) {
+                    Ok(row) => Answer::Pause(row.map(|r| {
+                        crate::cluster::Pause::new(
+                            r.get::<_, String>(0),
+                            r.get::<_, SystemTime>(1),
+                            r.get::<_, Option<SystemTime>>(2),
+                        )
+                    })),
+                    // A role not granted the table of pauses (a deployment from before
+                    // it) cannot see one: its jobs run as before, rather than fail.
+                    Err(e) if pauses_unreadable(&e) => Answer::Pause(None),
+                    Err(e) => return Err(store(e)),
+                },
+            }
+        }
         Op::Check => {
             s.client.simple_query("SELECT 1").map_err(store)?;
             Answer::Ready
         }
     })
+}
+
+/// The table of paused jobs (`PgLock::pause_schema`).
+fn pauses(shared: &Shared) -> String {
+    format!("{}_pauses", shared.table)
+}
+
+/// Whether `e` says the table of pauses is missing or not granted to this role.
+fn pauses_unreadable(e: &postgres::Error) -> bool {
+    e.code().is_some_and(|c| {
+        *c == postgres::error::SqlState::UNDEFINED_TABLE
+            || *c == postgres::error::SqlState::INSUFFICIENT_PRIVILEGE
+    })
+}
+
+/// A pause's error, told apart when the table of pauses is missing or not granted.
+fn missing_pauses(e: postgres::Error, shared: &Shared) -> LockError {
+    if pauses_unreadable(&e) {
+        let p = pauses(shared);
+        let why = e
+            .as_db_error()
+            .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+        return LockError::Store(
+            format!(
+                "{why}: pausing a job needs the table {p}; create it once as a role that may \
+                 (PgLock::pause_schema gives the statement) and grant this one SELECT, INSERT, \
+                 UPDATE and DELETE on it"
+            )
+            .into(),
+        );
+    }
+    LockError::Store(Box::new(e))
+}
+
+/// The question "is this job paused now" (by the database's clock).
+fn prepare_paused(client: &mut Client, shared: &Shared) -> Result<Statement, postgres::Error> {
+    let p = pauses(shared);
+    client.prepare(&format!(
+        "SELECT paused_by, paused_at, paused_until FROM {p} \
+         WHERE name = $1 AND (paused_until IS NULL OR paused_until > now())"
+    ))
 }
 
 /// A new connection: its statement timeout, the table if configured, the statements.
@@ -210,6 +305,9 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
         .map_err(store)?;
     let t = &shared.table;
     if shared.create_table {
+        // The table of pauses beside it, where this role may create it (else pausing
+        // needs it made once by one that may: `missing_pauses`).
+        let _ = client.batch_execute(&PgLock::pause_schema(t));
         if let Err(e) = client.batch_execute(&PgLock::schema(t)) {
             // Two nodes creating the table at once: one of them gets a duplicate error
             // from the catalog, and the table exists.
@@ -276,6 +374,7 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
             "SELECT extract(epoch FROM now() - locked_at)::float8 FROM {t} WHERE name = $1"
         ))
         .map_err(store)?;
+    let paused = prepare_paused(&mut client, shared).ok();
     Ok(Session {
         client,
         acquire,
@@ -283,6 +382,7 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
         extend,
         holder,
         last,
+        paused,
     })
 }
 
