@@ -6,7 +6,7 @@
 
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
-#[path = "../src/queue/heap.rs"]
+#[path = "../src/queue/heap/mod.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod heap;
 

@@ -58,6 +58,22 @@ pub(super) fn prune_years(pattern: &mut CronPattern) -> bool {
     any
 }
 
+/// The first of the time fields (seconds, minutes, hours) that matches no value, if one
+/// does: such an expression matches no time, and croner would walk every day to the year
+/// 5000 before saying so.
+pub(super) fn empty_time_field(pattern: &CronPattern) -> Option<&'static str> {
+    let any = |range: std::ops::Range<u32>, m: &dyn Fn(u32) -> bool| range.into_iter().any(m);
+    if !any(0..60, &|s| pattern.second_match(s).unwrap_or(false)) {
+        Some("seconds")
+    } else if !any(0..60, &|m| pattern.minute_match(m).unwrap_or(false)) {
+        Some("minutes")
+    } else if !any(0..24, &|h| pattern.hour_match(h).unwrap_or(false)) {
+        Some("hours")
+    } else {
+        None
+    }
+}
+
 /// The first year from `year` on that is left in `pattern`'s pruned year field, if any.
 /// A search that starts before it can start at its first instant: no date before it
 /// matches (CR5).

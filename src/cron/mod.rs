@@ -176,6 +176,16 @@ impl CronTrigger {
     /// [`CronError`] if croner refuses the expression (it shows the expression and
     /// croner's message), or if the expression matches no date before the year 5000.
     pub fn parse(expr: &str) -> Result<Self, CronError> {
+        // An empty list element is an error, as in other cron implementations (croner
+        // reads a lone `,` as "no value", which matches nothing).
+        for (i, field) in expr.split_whitespace().enumerate() {
+            if field.split(',').any(str::is_empty) {
+                return Err(CronError::new(
+                    expr,
+                    ErrorKind::EmptyElement { field: i + 1 },
+                ));
+            }
+        }
         let mut cron = CronParser::builder()
             .seconds(Seconds::Optional)
             .year(Year::Optional)
@@ -184,6 +194,9 @@ impl CronTrigger {
             .build()
             .parse(expr)
             .map_err(|e| CronError::new(expr, ErrorKind::Syntax(e)))?;
+        if let Some(field) = calendar::empty_time_field(&cron.pattern) {
+            return Err(CronError::new(expr, ErrorKind::NoTime(field)));
+        }
         if !calendar::prune_years(&mut cron.pattern) {
             return Err(CronError::new(expr, ErrorKind::NoDate));
         }
@@ -435,6 +448,10 @@ enum ErrorKind {
     Syntax(croner::errors::CronError),
     /// It parses, but no date matches it (`calendar.rs`).
     NoDate,
+    /// It parses, but a time field (seconds, minutes, hours) matches no value.
+    NoTime(&'static str),
+    /// A list with an empty element (`1,,2`, `,5`, a lone `,`) in field `field` (from 1).
+    EmptyElement { field: usize },
     /// The time zone database has no zone of this name.
     Zone { name: String, reason: String },
 }
@@ -457,6 +474,16 @@ impl fmt::Display for CronError {
                 f,
                 "invalid cron expression `{expr}`: it matches no date (no day it names exists \
                  in the months and years it names, before the year 5000)"
+            ),
+            ErrorKind::NoTime(field) => write!(
+                f,
+                "invalid cron expression `{expr}`: its {field} field matches no value, so it \
+                 matches no time"
+            ),
+            ErrorKind::EmptyElement { field } => write!(
+                f,
+                "invalid cron expression `{expr}`: field {field} has an empty element in a \
+                 list (a `,` with no value before or after it)"
             ),
             ErrorKind::Zone { name, reason } => write!(
                 f,

@@ -4,7 +4,7 @@
 //! `DelayedWorkQueue`) in `sharded.rs`. Entries find their place by a [`Position`]
 //! (`position.rs`). This file states the blocking queue's invariants (I1–I8) and the
 //! entry traits both queues order by. Both keep
-//! their entries in a [`Store`](store::Store) (`store.rs`: the indexed heap of `heap.rs` and the ready
+//! their entries in a [`Store`](store::Store) (`store.rs`: the indexed heap of `heap/` and the ready
 //! lane of `lane.rs`); the sharded queue has one per shard.
 //!
 //! # Design
@@ -18,7 +18,7 @@
 //!
 //! No offer ever wakes more than one thread; only `close` wakes all.
 //!
-//! The heap (`heap.rs`) is private to this module: owners see entries, handles and
+//! The heap (`heap/`) is private to this module: owners see entries, handles and
 //! [`Position`]s, never heap indices.
 //!
 //! Entries whose deadline is always 0 (the priority queue) are always due: nobody ever
@@ -30,7 +30,7 @@
 //! the measurements).
 //!
 //! # Invariants
-//! - I1: heap invariants H1–H3 (`heap.rs`) hold whenever the lock is free.
+//! - I1: heap invariants H1–H3 (`heap/`) hold whenever the lock is free.
 //! - I2: F1–F4 of `waiters.rs` hold under this queue's lock: one leader, who clears its
 //!   lead itself; every exit of a take hands the lead on when a head is left (F3).
 //! - I4: no user code runs under the lock (task bodies, element destructors, tracing
