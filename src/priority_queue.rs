@@ -11,14 +11,32 @@
 //! Unlike the executor's queue, user code does run under the lock here: the element's
 //! `Ord` (it is the key) and `peek_with`'s closure. Neither may call back into the same
 //! queue.
+//!
+//! An `Ord` that panics never leaves the queue out of order (`queue/heap/mod.rs`): a
+//! sift whose comparison panics is undone, so a `poll`, `remove` or `drain_to` puts back
+//! the element it was taking; an element `offer` or `update` could not place is taken
+//! out and dropped, after the lock, before the panic goes on.
 
 use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use crate::clock::{Clock, Ticks};
 use crate::queue::{BlockingQueue, Timed};
 use crate::queue::{Handle, Ordered};
 use crate::sync::unique_id;
+
+/// After a panic in an `offer` or an `update` (the element's `Ord`, or `update`'s
+/// closure): the element the heap could not place is taken out, so that every other
+/// element stays in priority order, and dropped with the lock released (I4); then the
+/// panic goes on.
+#[cold]
+fn refuse<T: Ord>(mut q: crate::queue::Locked<'_, Prioritized<T>>, panic: crate::user::Panic) -> ! {
+    let refused = q.take_detached();
+    drop(q);
+    crate::user::drop_quietly(refused);
+    std::panic::resume_unwind(panic)
+}
 
 /// A heap entry ordered by the element, then by offer order.
 struct Prioritized<T> {
@@ -93,13 +111,19 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
     }
 
     /// Adds `item`. O(log n). Wakes one waiting consumer if the queue was empty.
+    ///
+    /// If `item`'s `Ord` panics, the panic goes on to the caller, `item` is not added (it
+    /// is dropped, after the queue's lock), and the queue is as it was, in order.
     pub fn offer(&self, item: T) -> PriorityKey {
         let mut q = self.inner.lock();
         let seq = q.next_seq();
-        let handle = q.push(Prioritized { item, seq });
-        PriorityKey {
-            queue: self.id,
-            handle,
+        let pushed = catch_unwind(AssertUnwindSafe(|| q.push(Prioritized { item, seq })));
+        match pushed {
+            Ok(handle) => PriorityKey {
+                queue: self.id,
+                handle,
+            },
+            Err(panic) => refuse(q, panic),
         }
     }
 
@@ -135,6 +159,11 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
     /// key belongs to another queue. `f` runs under the queue's lock: it must not use this
     /// queue. Among equal elements the changed one goes last, as if offered now.
     ///
+    /// If the element's `Ord` (or `f`) panics, the panic goes on to the caller and the
+    /// queue stays in order: the element is still there with its old value if the panic
+    /// came before `f` changed it, and is otherwise taken out and dropped (a key the queue
+    /// cannot compare has no place in it), its key then reaching nothing.
+    ///
     /// ```
     /// use schedpool::PriorityBlockingQueue;
     ///
@@ -150,10 +179,16 @@ impl<T: Ord + Send + 'static> PriorityBlockingQueue<T> {
         }
         let mut q = self.inner.lock();
         let seq = q.next_seq();
-        q.update(key.handle, |e| {
-            f(&mut e.item);
-            e.seq = seq;
-        })
+        let updated = catch_unwind(AssertUnwindSafe(|| {
+            q.update(key.handle, |e| {
+                f(&mut e.item);
+                e.seq = seq;
+            })
+        }));
+        match updated {
+            Ok(found) => found,
+            Err(panic) => refuse(q, panic),
+        }
     }
 
     /// The smallest element, or `None` if the queue is empty; never blocks.

@@ -344,6 +344,72 @@ fn a_panicking_ord_during_drain_to_loses_nothing() {
     assert!(q.is_empty());
 }
 
+/// A panic at any comparison of `offer`, `poll`, `drain_to`, `remove` or `update` leaves
+/// the queue in priority order for the rest of its life: the interrupted sift is undone
+/// (the element being taken goes back), and an offered or re-keyed element the queue
+/// could not place is taken out (dropped after the lock, with its key then reaching
+/// nothing). Every panic point of each operation is tried.
+#[test]
+fn a_panicking_ord_at_any_point_leaves_the_queue_in_order() {
+    type Op = fn(&PriorityBlockingQueue<Touchy>, &[schedpool::PriorityKey], &Arc<AtomicUsize>);
+    let ops: [(&str, Op); 5] = [
+        ("offer", |q, _, c| {
+            q.offer(Touchy {
+                key: 0,
+                countdown: c.clone(),
+            });
+        }),
+        ("poll", |q, _, _| drop(q.poll())),
+        ("drain_to", |q, _, _| {
+            let _ = q.drain_to(&mut Vec::new(), 10);
+        }),
+        ("remove", |q, k, _| drop(q.remove(k[7]))),
+        ("update", |q, k, _| {
+            let _ = q.update(k[20], |e| e.key = 1);
+        }),
+    ];
+    for (name, op) in ops {
+        for point in 1..=60 {
+            let countdown = Arc::new(AtomicUsize::new(0));
+            let q = PriorityBlockingQueue::new();
+            let keys: Vec<_> = (0..40u32)
+                .map(|i| {
+                    q.offer(Touchy {
+                        key: (i * 17) % 40 + 2,
+                        countdown: countdown.clone(),
+                    })
+                })
+                .collect();
+            countdown.store(point, Ordering::SeqCst);
+            let before = q.len();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                op(&q, &keys, &countdown)
+            }));
+            countdown.store(0, Ordering::SeqCst);
+            let after = q.len();
+            if r.is_err() {
+                // Undone (offer, poll, remove), or less the element left unplaced
+                // (update), or less what was drained before the panic (drain_to).
+                let most = if name == "drain_to" { 10 } else { 1 };
+                assert!(
+                    after <= before && before - after <= most,
+                    "{name} at {point}"
+                );
+                if matches!(name, "offer" | "poll" | "remove") {
+                    assert_eq!(after, before, "{name} at {point}: undone");
+                }
+            }
+            let mut last = None;
+            while let Some(e) = q.poll() {
+                if let Some(l) = last {
+                    assert!(e.key >= l, "{name}, panic at {point}: {} after {l}", e.key);
+                }
+                last = Some(e.key);
+            }
+        }
+    }
+}
+
 /// A trigger that runs its task again at once, and whose drop calls the pool.
 struct CallsPoolOnDrop {
     pool: schedpool::WeakExecutor,

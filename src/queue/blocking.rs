@@ -364,6 +364,17 @@ impl<E: Timed> Locked<'_, E> {
         }
     }
 
+    /// Takes out the entry a push or a re-key whose comparison panicked left out of
+    /// order (the caller drops it after unlocking, I4); signals a waiter, as the head may
+    /// have been it.
+    pub(crate) fn take_detached(&mut self) -> Option<E> {
+        let out = self.state.store.take_detached();
+        if out.is_some() {
+            self.queue.signal_head_changed(&self.state);
+        }
+        out
+    }
+
     /// Removes everything (entries in no particular order).
     pub(crate) fn clear(&mut self) -> Vec<E> {
         let out = self.state.store.clear();

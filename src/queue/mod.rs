@@ -101,7 +101,7 @@ use crate::clock::Ticks;
 
 pub use park::SpinPolicy;
 
-pub(crate) use blocking::{BlockingQueue, Take};
+pub(crate) use blocking::{BlockingQueue, Locked, Take};
 pub(crate) use heap::Ordered;
 use position::Place;
 pub(crate) use position::{Handle, LockedCell, Position, Tracked};

@@ -228,6 +228,12 @@ impl<E: Timed> Store<E, SlotTable> {
         let now = self.heap.update_at(at, f);
         Some(at == 0 || now == 0)
     }
+
+    /// The entry a push or re-key whose comparison panicked left out of order, taken out
+    /// (`IndexedHeap::take_detached`).
+    pub(crate) fn take_detached(&mut self) -> Option<E> {
+        self.heap.take_detached()
+    }
 }
 
 /// Where a tracked entry's [`Position`] says it is.

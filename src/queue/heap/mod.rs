@@ -30,7 +30,10 @@
 //! - H1 (index): for every position `i < len`, the keeper says `i` for the entry at `i`:
 //!   with [`SlotTable`], `slots[nodes[i].tag].pos == i` and that slot's `gen` is odd; with
 //!   [`InEntry`], the entry was last told `Some(i)`. An entry that left was told `None`.
-//! - H2 (order): no node is strictly `before` its parent.
+//! - H2 (order): no node is strictly `before` its parent, except a detached last node
+//!   (a push or re-key whose comparison panicked) until its owner takes it
+//!   (`take_detached`). A comparison that panics in a sift never breaks it: the sift is
+//!   undone.
 //!
 //! (The slot table's free list and generations, H3 and H4, are `keeper.rs`'s.)
 //!
@@ -61,8 +64,11 @@ pub(crate) trait Ordered {
     fn before(&self, other: &Self) -> bool;
 
     /// `before` runs the user's code and may panic (a `PriorityBlockingQueue`'s `Ord`):
-    /// removals then keep the removed node until the heap is whole again ([`Leaving`]).
-    /// The crate's own orders (deadlines) never panic and skip that step.
+    /// a sift then keeps its trail and is undone when a comparison panics ([`Settle`]), a
+    /// removal keeps the removed node until the heap is whole again ([`Leaving`]), and a
+    /// push or a re-key whose node finds no place leaves it detached for its owner
+    /// ([`IndexedHeap::take_detached`]). The crate's own orders (deadlines) never panic
+    /// and skip all of it.
     const MAY_PANIC: bool = false;
 }
 
@@ -86,38 +92,81 @@ fn capacity_overflow() -> ! {
     panic!("capacity overflow: an IndexedHeap holds at most {MAX_LEN} entries")
 }
 
-/// The node a sift moves, recorded where it stands when the sift ends, also when an
-/// `Ord` of the user's (a `PriorityBlockingQueue`'s elements) panics half-way (H1 holds
-/// across the panic: every node the sift swapped was recorded at its swap).
+/// Where a sift's moving node has been: the position it left at each swap, one per
+/// level at most (a heap of [`MAX_LEN`] nodes is under 32 levels deep even when binary).
+trait Trail {
+    fn left(&mut self, pos: usize);
+}
+
+/// The crate's own orders never panic: no trail.
+impl Trail for () {
+    #[inline]
+    fn left(&mut self, _: usize) {}
+}
+
+/// The trail of a sift whose comparisons may panic, to undo it by.
+struct Path {
+    left: [u32; 32],
+    len: usize,
+}
+
+impl Trail for Path {
+    #[inline]
+    fn left(&mut self, pos: usize) {
+        self.left[self.len] = pos as u32;
+        self.len += 1;
+    }
+}
+
+/// A sift whose comparisons may panic (`Ordered::MAY_PANIC`: a `PriorityBlockingQueue`'s
+/// `Ord`): if one does, its swaps are undone in reverse, so the heap is as it was before
+/// the sift (H2 where it held then); either way the moving node is recorded where it
+/// stands at the end (H1: every node a swap moved was recorded at it).
 struct Settle<'a, E, const D: usize, K: Keeper<E>> {
     heap: &'a mut IndexedHeap<E, D, K>,
     pos: usize,
+    path: Path,
+    done: bool,
 }
 
 impl<E, const D: usize, K: Keeper<E>> Drop for Settle<'_, E, D, K> {
     #[inline]
     fn drop(&mut self) {
+        if !self.done {
+            while self.path.len > 0 {
+                self.path.len -= 1;
+                let back = self.path.left[self.path.len] as usize;
+                self.heap.nodes.swap(self.pos, back);
+                let node = &self.heap.nodes[self.pos]; // the node that had moved for it
+                self.heap.keeper.moved(node.tag, &node.entry, self.pos);
+                self.pos = back;
+            }
+        }
         let node = &self.heap.nodes[self.pos];
         self.heap.keeper.moved(node.tag, &node.entry, self.pos);
     }
 }
 
-/// A node taken out of the heap while the heap is restored around its hole: if a
-/// comparison panics meanwhile, it goes back in at the end, unsifted (no comparison
-/// needed), so its key still reaches it and nothing is lost; H2 may be broken then, which
-/// is what a panicking `Ord` costs (as for `std`'s `BinaryHeap`).
+/// A node being taken out of the heap ([`IndexedHeap::detach`]): the last node fills its
+/// place at `pos` and is sifted there. If a comparison panics meanwhile, the sift is
+/// undone ([`Settle`]) and this puts the node back at `pos` and the filler back at the
+/// end: the heap is exactly as it was, in order, and every key still reaches its node.
 struct Leaving<'a, E, const D: usize, K: Keeper<E>> {
     heap: &'a mut IndexedHeap<E, D, K>,
     node: Option<Node<E, K::Tag>>,
+    pos: usize,
 }
 
 impl<E, const D: usize, K: Keeper<E>> Drop for Leaving<'_, E, D, K> {
     #[inline]
     fn drop(&mut self) {
         if let Some(node) = self.node.take() {
-            let pos = self.heap.nodes.len();
-            self.heap.keeper.moved(node.tag, &node.entry, pos);
-            self.heap.nodes.push(node);
+            let filler = std::mem::replace(&mut self.heap.nodes[self.pos], node);
+            let end = self.heap.nodes.len();
+            self.heap.keeper.moved(filler.tag, &filler.entry, end);
+            self.heap.nodes.push(filler);
+            let node = &self.heap.nodes[self.pos];
+            self.heap.keeper.moved(node.tag, &node.entry, self.pos);
         }
     }
 }
@@ -126,6 +175,10 @@ impl<E, const D: usize, K: Keeper<E>> Drop for Leaving<'_, E, D, K> {
 pub(crate) struct IndexedHeap<E, const D: usize = DEFAULT_ARITY, K: Keeper<E> = SlotTable> {
     nodes: Vec<Node<E, K::Tag>>,
     keeper: K,
+    /// The last node is out of order: a push or a re-key whose comparison panicked
+    /// (`Ordered::MAY_PANIC`) left it there, unplaced, for its owner to take
+    /// ([`take_detached`](Self::take_detached)).
+    detached: bool,
 }
 
 impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
@@ -139,6 +192,7 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
         IndexedHeap {
             nodes,
             keeper: K::default(),
+            detached: false,
         }
     }
 
@@ -181,7 +235,31 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
         let tag = self.keeper.arrive();
         let pos = self.nodes.len();
         self.nodes.push(Node { entry, tag });
-        self.sift_up(pos)
+        self.place(pos)
+    }
+
+    /// Sifts up the node just put at the end, `pos`; one whose comparison panics stays
+    /// there, detached (`take_detached`), the rest of the heap in order.
+    #[inline]
+    fn place(&mut self, pos: usize) -> usize {
+        self.detached = E::MAY_PANIC;
+        let at = self.sift_up(pos);
+        self.detached = false;
+        at
+    }
+
+    /// Takes out the node a panicking comparison left detached at the end (a push or a
+    /// re-key of an element whose `Ord` panicked: it has no place the heap can find),
+    /// so that the heap is in order again (H2); `None` if there is none. Its owner drops
+    /// it with no lock held.
+    pub(crate) fn take_detached(&mut self) -> Option<E> {
+        if !std::mem::take(&mut self.detached) {
+            return None;
+        }
+        let node = self.nodes.pop()?;
+        self.keeper.left(node.tag, &node.entry);
+        self.give_back();
+        Some(node.entry)
     }
 
     /// Removes and returns the first entry. O(log n).
@@ -200,6 +278,18 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
     /// # Panics
     /// If `pos` is out of bounds.
     pub(crate) fn update_at(&mut self, pos: usize, f: impl FnOnce(&mut E)) -> usize {
+        if E::MAY_PANIC {
+            // Taken out, re-keyed and put back at the end, so that a panic (in a
+            // comparison, or in `f`) leaves every other node in order: the node is then
+            // back where it was with its old key, or detached at the end.
+            let node = self.detach(pos);
+            let end = self.nodes.len();
+            self.nodes.push(node);
+            self.set_pos(end);
+            self.detached = true;
+            f(&mut self.nodes[end].entry);
+            return self.place(end);
+        }
         f(&mut self.nodes[pos].entry);
         self.restore(pos)
     }
@@ -239,28 +329,34 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
     /// # Panics
     /// If `pos` is out of bounds.
     pub(crate) fn remove_at(&mut self, pos: usize) -> E {
-        let node = self.nodes.swap_remove(pos);
-        let node = if pos < self.nodes.len() && !E::MAY_PANIC {
-            self.restore(pos);
-            node
-        } else if pos < self.nodes.len() {
-            // H1 for the last node, now in the hole, before any comparison (which may
-            // panic, in `restore`'s first look, before a sift records it).
-            self.set_pos(pos);
-            // The keeper hears of the leaving only once the heap is whole again: a panic
-            // in a comparison puts the node back instead ([`Leaving`]).
-            let mut leaving = Leaving {
-                heap: self,
-                node: Some(node),
-            };
-            leaving.heap.restore(pos);
-            leaving.node.take().expect("taken once")
-        } else {
-            node
-        };
+        let node = self.detach(pos);
         self.keeper.left(node.tag, &node.entry);
         self.give_back();
         node.entry
+    }
+
+    /// Takes the node at `pos` out: the last node fills the hole and is sifted into
+    /// place. The keeper is not told the node left (its caller does, or puts it back).
+    /// With an order that may panic, a panic leaves the heap as it was ([`Leaving`]).
+    fn detach(&mut self, pos: usize) -> Node<E, K::Tag> {
+        let node = self.nodes.swap_remove(pos);
+        if pos == self.nodes.len() {
+            return node;
+        }
+        if !E::MAY_PANIC {
+            self.restore(pos);
+            return node;
+        }
+        // H1 for the last node, now in the hole, before any comparison (which may panic,
+        // in `restore`'s first look, before a sift records it).
+        self.set_pos(pos);
+        let mut leaving = Leaving {
+            heap: self,
+            node: Some(node),
+            pos,
+        };
+        leaving.heap.restore(pos);
+        leaving.node.take().expect("taken once")
     }
 
     /// Returns memory after mass removal: the node array halves when a quarter full
@@ -300,35 +396,55 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
     /// where it settled.
     #[inline]
     fn sift_up(&mut self, pos: usize) -> usize {
-        self.settle(pos, Self::sift_up_steps)
+        self.settle(pos, true)
     }
 
     /// Moves the node at `pos` down while a child is before it (Java: `siftDown`); returns
     /// where it settled.
     #[inline]
     fn sift_down(&mut self, pos: usize) -> usize {
-        self.settle(pos, Self::sift_down_steps)
+        self.settle(pos, false)
     }
 
-    /// Runs a sift's `steps` from `pos` and records where the moving node settles (H1).
-    /// With an order that may panic ([`Ordered::MAY_PANIC`]), a [`Settle`] guard records
-    /// it also when a comparison unwinds; the crate's own orders skip the guard.
+    /// Runs a sift from `pos` (`up`: `sift_up`'s steps, else `sift_down`'s) and records
+    /// where the moving node settles (H1). With an order that may panic
+    /// ([`Ordered::MAY_PANIC`]), a [`Settle`] guard keeps the sift's trail and undoes it if
+    /// a comparison unwinds; the crate's own orders skip the guard and the trail.
     #[inline]
-    fn settle(&mut self, pos: usize, steps: fn(&mut Self, &mut usize)) -> usize {
+    fn settle(&mut self, pos: usize, up: bool) -> usize {
         if E::MAY_PANIC {
-            let mut moving = Settle { heap: self, pos };
-            steps(moving.heap, &mut moving.pos);
+            let mut moving = Settle {
+                heap: self,
+                pos,
+                path: Path {
+                    left: [0; 32],
+                    len: 0,
+                },
+                done: false,
+            };
+            if up {
+                moving.heap.sift_up_steps(&mut moving.pos, &mut moving.path);
+            } else {
+                moving
+                    .heap
+                    .sift_down_steps(&mut moving.pos, &mut moving.path);
+            }
+            moving.done = true;
             return moving.pos; // the guard records it
         }
         let mut at = pos;
-        steps(self, &mut at);
+        if up {
+            self.sift_up_steps(&mut at, &mut ());
+        } else {
+            self.sift_down_steps(&mut at, &mut ());
+        }
         self.set_pos(at);
         at
     }
 
     /// `sift_up`'s swaps; `pos` follows the moving node.
     #[inline]
-    fn sift_up_steps(&mut self, pos: &mut usize) {
+    fn sift_up_steps<T: Trail>(&mut self, pos: &mut usize, trail: &mut T) {
         while *pos > 0 {
             let parent = (*pos - 1) / D;
             if !self.less(*pos, parent) {
@@ -336,13 +452,14 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
             }
             self.nodes.swap(*pos, parent);
             self.set_pos(*pos); // H1 for the parent that moved down
+            trail.left(*pos);
             *pos = parent;
         }
     }
 
     /// `sift_down`'s swaps; `pos` follows the moving node.
     #[inline]
-    fn sift_down_steps(&mut self, pos: &mut usize) {
+    fn sift_down_steps<T: Trail>(&mut self, pos: &mut usize, trail: &mut T) {
         let len = self.nodes.len();
         loop {
             let first = *pos * D + 1;
@@ -360,6 +477,7 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
             }
             self.nodes.swap(*pos, min);
             self.set_pos(*pos); // H1 for the child that moved up
+            trail.left(*pos);
             *pos = min;
         }
     }

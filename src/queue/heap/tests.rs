@@ -449,6 +449,7 @@ fn a_push_past_max_len_panics_with_capacity_overflow() {
         // From a zero-sized array: no loop, so this is quick in a debug build too.
         nodes: Vec::from([NODE; MAX_LEN - 1]),
         keeper: InEntry,
+        detached: false,
     };
     assert_eq!(h.push_indexed(Zst), MAX_LEN - 1, "the last index there is");
     let full = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.push_indexed(Zst)));
@@ -509,10 +510,12 @@ fn fragile_op() -> impl Strategy<Value = FragileOp> {
     ]
 }
 
-/// Issue-28 point 3: whatever comparison panics during push, pop, remove or update,
-/// every key reaches its own entry, `remove` never returns another's, positions stay
-/// true (H1, H3), and nothing is lost: the entries that come out at the end are exactly
-/// the ones never taken out.
+/// Whatever comparison panics during push, pop, remove or update, every key reaches its
+/// own entry, `remove` never returns another's, positions stay true (H1, H3), the heap
+/// stays in order (H2: a panicking sift is undone; a pushed or re-keyed entry that found
+/// no place is taken out, as `PriorityBlockingQueue` does with `take_detached`), and
+/// nothing else is lost: the entries that come out at the end are exactly the ones
+/// never taken out, in order.
 fn run_fragile<const D: usize>(ops: Vec<FragileOp>) {
     use std::panic::{catch_unwind, AssertUnwindSafe};
     let mut h = IndexedHeap::<Fragile, D>::new();
@@ -526,10 +529,15 @@ fn run_fragile<const D: usize>(ops: Vec<FragileOp>) {
                 let id = next_id;
                 next_id += 1;
                 let r = catch_unwind(AssertUnwindSafe(|| h.push(Fragile { key, id })));
-                // In the heap either way: a panicking push leaves its entry queued.
-                live.insert(id);
-                if let Ok(handle) = r {
-                    issued.push((handle, id));
+                match r {
+                    Ok(handle) => {
+                        live.insert(id);
+                        issued.push((handle, id));
+                    }
+                    Err(_) => {
+                        let out = h.take_detached().expect("the unplaced entry");
+                        assert_eq!(out.id, id, "the pushed entry is the one left out");
+                    }
                 }
             }
             FragileOp::Pop => match catch_unwind(AssertUnwindSafe(|| h.pop())) {
@@ -551,13 +559,25 @@ fn run_fragile<const D: usize>(ops: Vec<FragileOp>) {
             FragileOp::Update(i, key) if !issued.is_empty() => {
                 let (handle, id) = issued[i % issued.len()];
                 let r = catch_unwind(AssertUnwindSafe(|| h.update(handle, |e| e.key = key)));
-                if let Ok(found) = r {
-                    assert_eq!(found, live.contains(&id));
+                match r {
+                    Ok(found) => assert_eq!(found, live.contains(&id)),
+                    // Undone (back with its old key), or re-keyed and left unplaced.
+                    Err(_) => {
+                        if let Some(out) = h.take_detached() {
+                            assert_eq!(out.id, id, "the re-keyed entry is the one left out");
+                            assert!(live.remove(&id));
+                        }
+                    }
                 }
             }
             FragileOp::Remove(_) | FragileOp::Update(..) => {}
         }
-        h.check_positions();
+        assert!(h.take_detached().is_none(), "nothing left detached");
+        // H1, H3, and H2: in order after any panic (the check's own comparisons do not
+        // count down to the armed panic).
+        let armed = COUNTDOWN.with(|c| c.replace(0));
+        h.check_invariants();
+        COUNTDOWN.with(|c| c.set(armed));
         assert_eq!(h.len(), live.len(), "entries lost or duplicated");
         for &(handle, id) in &issued {
             match h.get(handle) {
@@ -568,8 +588,13 @@ fn run_fragile<const D: usize>(ops: Vec<FragileOp>) {
     }
     COUNTDOWN.with(|c| c.set(0));
     let mut left = std::collections::HashSet::new();
+    let mut last: Option<Fragile> = None;
     while let Some(e) = h.pop() {
         assert!(left.insert(e.id));
+        if let Some(l) = last {
+            assert!(!e.before(&l), "out of order: {e:?} after {l:?}");
+        }
+        last = Some(e);
     }
     assert_eq!(left, live);
 }
