@@ -159,6 +159,15 @@ impl Schedule {
         }
     }
 
+    /// The task that holds this schedule ended: a trigger's holding is let go at once
+    /// (`SharedTrigger::retire`), so a trigger that keeps its own task's handle does not
+    /// keep the task, and itself, alive.
+    pub(crate) fn retire(&self) {
+        if let Schedule::Trigger(trigger) = self {
+            trigger.retire();
+        }
+    }
+
     /// Every schedule but `Once` runs more than once.
     pub(crate) fn is_periodic(&self) -> bool {
         !matches!(self, Schedule::Once)
@@ -208,7 +217,8 @@ impl Schedule {
                     runs: t.runs,
                     panicked: t.panicked,
                 };
-                let next = trigger.call(|t| t.next_deadline(&ctx))?;
+                // A trigger that is gone (its task ended meanwhile) has no next run.
+                let next = trigger.call(|t| t.next_deadline(&ctx))?.flatten();
                 Ok(next.map(|at| clock.ticks_of(at)))
             }
         }
@@ -257,7 +267,8 @@ impl Schedule {
                     let at = t.first_deadline(clock.instant_of(earliest));
                     (at, at.is_none() && t.refuse_if_never_due())
                 });
-                first.map(|(at, refuse)| {
+                first.map(|called| {
+                    let (at, refuse) = called.unwrap_or((None, false)); // gone: no run
                     never_due = refuse;
                     at.map(|at| clock.ticks_of(at))
                 })
@@ -486,6 +497,9 @@ impl Periodic {
     }
 
     /// Runs at the deadlines `trigger` computes. Clones of the spec share the trigger.
+    /// It is dropped when the last of them and of the tasks made from them lets go of
+    /// it; a task lets go when it ends (its run's end, a cancel, `max_runs`, shutdown),
+    /// so a trigger may keep its own task's handle without keeping the task alive.
     #[must_use]
     pub fn with_trigger<G: Trigger>(trigger: G) -> Self {
         Self::new(Schedule::Trigger(SharedTrigger::new(Box::new(trigger))))

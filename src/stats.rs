@@ -520,22 +520,45 @@ pub(crate) struct Published {
 #[derive(Debug, Default)]
 pub(crate) struct Handed(Vec<u64>);
 
+/// A bucket's new runs, handed to one publication: the bucket, its value in seconds,
+/// and the count.
+#[cfg(feature = "metrics")]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Share {
+    bucket: usize,
+    pub(crate) secs: f64,
+    pub(crate) count: u64,
+}
+
 #[cfg(feature = "metrics")]
 impl Handed {
-    /// The new counts of `h` since the last call: (bucket value in seconds, count) pairs;
-    /// the counts handed over advance with them.
-    pub(crate) fn delta(&mut self, h: &Histogram) -> Vec<(f64, usize)> {
+    /// The new counts of `h` since the last call, a share per bucket; the counts handed
+    /// over advance with them.
+    pub(crate) fn delta(&mut self, h: &Histogram) -> Vec<Share> {
         let (now, _) = h.merged();
         self.0.resize(now.len(), 0);
         let mut out = Vec::new();
         for (b, (&n, seen)) in now.iter().zip(self.0.iter_mut()).enumerate() {
             if n > *seen {
-                let secs = lower_bound(b) as f64 / 1e9;
-                out.push((secs, usize::try_from(n - *seen).unwrap_or(usize::MAX)));
+                out.push(Share {
+                    bucket: b,
+                    secs: lower_bound(b) as f64 / 1e9,
+                    count: n - *seen,
+                });
                 *seen = n;
             }
         }
         out
+    }
+
+    /// Shares a publication did not get into the recorder (it panicked first): handed
+    /// over again by the next one.
+    pub(crate) fn give_back(&mut self, shares: &[Share]) {
+        for s in shares {
+            if let Some(seen) = self.0.get_mut(s.bucket) {
+                *seen = seen.saturating_sub(s.count);
+            }
+        }
     }
 }
 

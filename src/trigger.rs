@@ -117,22 +117,40 @@ pub trait Trigger: Send + 'static {
     }
 }
 
-/// A trigger shared by the clones of one [`Periodic`](crate::Periodic), with its latest description.
-#[derive(Clone)]
-pub(crate) struct SharedTrigger(Arc<TriggerCell>);
+/// A trigger shared by the clones of one [`Periodic`](crate::Periodic) and by the tasks
+/// made from them, with its latest description.
+///
+/// Each holder (a spec, a task) counts once in the cell's `holders`; the trigger is
+/// dropped when the last lets go: a clone's drop, or [`retire`](Self::retire) when a task
+/// ends. A task retires its holding at its end rather than at its own drop, so that a
+/// trigger that keeps its own task's handle (to cancel itself from `next_deadline`) is
+/// not kept alive by the task it keeps alive: task → trigger → handle → task.
+pub(crate) struct SharedTrigger {
+    cell: Arc<TriggerCell>,
+    /// This holder let go already (`retire`): its drop counts nothing more.
+    retired: crate::sync::AtomicBool,
+}
 
 impl SharedTrigger {
     /// The trigger's latest description ([`Trigger::describe`]; `trigger` until it
     /// answers): plain data under a leaf lock, no user code.
     pub(crate) fn described(&self) -> String {
-        self.0.described.lock().clone()
+        self.cell.described.lock().clone()
     }
 }
 
 struct TriggerCell {
     /// The user's trigger, under its spec's own mutex (U1's exception in `user.rs`: only
-    /// the runs and the scheduling of this one task take it, one at a time).
-    trigger: Mutex<Box<dyn Trigger>>,
+    /// the runs and the scheduling of this one task take it, one at a time); `None` once
+    /// every holder let go.
+    trigger: Mutex<Option<Box<dyn Trigger>>>,
+    /// The holders still holding (`SharedTrigger`'s notes). AcqRel: the last holder's
+    /// drop of the trigger comes after every holder's use of it.
+    holders: std::sync::atomic::AtomicUsize,
+    /// The last holder let go from inside a call of this trigger on the calling thread
+    /// (the trigger cancelled its own task): the call drops it as it ends. Written and
+    /// read by that one thread; `Relaxed`.
+    drop_after_call: std::sync::atomic::AtomicBool,
     /// Its latest [`Trigger::describe`], asked after each call of its deadlines while the
     /// trigger's mutex is held, and read by snapshots (`TaskInfo::schedule`) under this
     /// leaf lock, which runs no user code and is held only to store or copy the string.
@@ -141,30 +159,136 @@ struct TriggerCell {
 
 impl SharedTrigger {
     pub(crate) fn new(trigger: Box<dyn Trigger>) -> Self {
-        SharedTrigger(Arc::new(TriggerCell {
-            trigger: Mutex::new(trigger),
-            described: Mutex::new(String::from("trigger")),
-        }))
+        SharedTrigger {
+            cell: Arc::new(TriggerCell {
+                trigger: Mutex::new(Some(trigger)),
+                holders: std::sync::atomic::AtomicUsize::new(1),
+                drop_after_call: std::sync::atomic::AtomicBool::new(false),
+                described: Mutex::new(String::from("trigger")),
+            }),
+            retired: crate::sync::AtomicBool::new(false),
+        }
     }
 
     /// Calls `f` on the trigger under its own mutex (U1's exception) and then asks it to
     /// describe itself. `Err` if `f` panicked; a panic of `describe` is reported
     /// (after the trigger's mutex is released) and keeps the previous description.
-    pub(crate) fn call<R>(&self, f: impl FnOnce(&mut dyn Trigger) -> R) -> Result<R, Caught> {
-        let (out, described) = run_caught(|| {
-            let mut t = self.0.trigger.lock();
-            crate::user::under_own_lock(|| {
+    /// `Ok(None)` if the trigger is gone (its task ended, and every other holder).
+    pub(crate) fn call<R>(
+        &self,
+        f: impl FnOnce(&mut dyn Trigger) -> R,
+    ) -> Result<Option<R>, Caught> {
+        let ran = run_caught(|| {
+            let mut t = self.cell.trigger.lock();
+            let t = t.as_mut()?;
+            let _inside = Inside::enter(&self.cell);
+            Some(crate::user::under_own_lock(|| {
                 let out = f(&mut **t);
                 let described =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.describe()));
                 (out, described)
-            })
-        })?;
+            }))
+        });
+        // Its last holder let go during the call, on this thread: dropped now, unlocked.
+        if self
+            .cell
+            .drop_after_call
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            let trigger = self.cell.trigger.lock().take();
+            crate::user::drop_quietly(trigger);
+        }
+        let ran = ran?;
+        let Some((out, described)) = ran else {
+            return Ok(None);
+        };
         match described {
-            Ok(words) => *self.0.described.lock() = words,
+            Ok(words) => *self.cell.described.lock() = words,
             Err(panic) => crate::user::report(crate::user::Door::Describe, panic),
         }
-        Ok(out)
+        Ok(Some(out))
+    }
+
+    /// This holder lets go of the trigger (a task that ended); the last holder's letting
+    /// go drops it, outside its mutex (U1) with its panic contained (U2). Once per holder.
+    pub(crate) fn retire(&self) {
+        // Relaxed: the flag only keeps one holder from counting twice; the count's own
+        // RMW orders the drop.
+        if self
+            .retired
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            return;
+        }
+        if self
+            .cell
+            .holders
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
+            == 1
+        {
+            if Inside::is_in(&self.cell) {
+                // This thread holds the trigger's mutex (the trigger is ending its own
+                // task from a deadline call): the call drops it as it ends.
+                self.cell
+                    .drop_after_call
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            let trigger = self.cell.trigger.lock().take();
+            crate::user::drop_quietly(trigger);
+        }
+    }
+}
+
+thread_local! {
+    /// The triggers this thread is calling now (nested: a trigger that submits a task
+    /// with a trigger of its own), by address.
+    static INSIDE: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread is inside a call of a trigger (under its mutex) while this lives.
+struct Inside(usize);
+
+impl Inside {
+    fn enter(cell: &Arc<TriggerCell>) -> Inside {
+        let at = Arc::as_ptr(cell) as usize;
+        INSIDE.with(|i| i.borrow_mut().push(at));
+        Inside(at)
+    }
+
+    fn is_in(cell: &Arc<TriggerCell>) -> bool {
+        let at = Arc::as_ptr(cell) as usize;
+        INSIDE.with(|i| i.borrow().contains(&at))
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        INSIDE.with(|i| {
+            let mut i = i.borrow_mut();
+            if let Some(k) = i.iter().rposition(|&a| a == self.0) {
+                i.remove(k);
+            }
+        });
+    }
+}
+
+impl Clone for SharedTrigger {
+    fn clone(&self) -> Self {
+        // Relaxed: a new holder is made from a live one, which keeps the count above zero.
+        self.cell
+            .holders
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        SharedTrigger {
+            cell: self.cell.clone(),
+            retired: crate::sync::AtomicBool::new(false),
+        }
+    }
+}
+
+impl Drop for SharedTrigger {
+    fn drop(&mut self) {
+        self.retire();
     }
 }
 

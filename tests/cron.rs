@@ -233,6 +233,34 @@ fn expressions_that_match_no_date_are_refused_at_parse() {
     }
 }
 
+/// A list with an empty element is an error at parse, as in other cron implementations:
+/// croner read a lone `,` as "no value", so `", * DEC * *"` matched no time and its first
+/// search walked every day to the year 5000 (160 ms on the caller's thread) before
+/// `schedule_periodic` refused it with `NeverDue`.
+#[test]
+fn an_empty_list_element_is_refused_at_parse() {
+    for (expr, field) in [
+        (", * DEC * *", 1),
+        ("31  , 12 * 5", 2),
+        ("0 , * * *", 2),
+        ("0 0 , * * *", 3),
+        ("1,,2 * * * *", 1),
+        ("1, * * * *", 1),
+        (",1 * * * *", 1),
+        ("0 0 0 1 1 * 2030,", 7),
+        ("0 0 * * MON,", 5),
+        // Found by `tests/fuzz.rs` on 31fc6b6 (accepted there, with no deadline at all).
+        (",  *  4,28  11  */26", 1),
+    ] {
+        let err = CronTrigger::parse(expr).expect_err(expr).to_string();
+        assert!(
+            err.contains(&format!("field {field} has an empty element in a list")),
+            "{expr}: {err}"
+        );
+    }
+    assert!(CronTrigger::parse("1,2 * * * *").is_ok());
+}
+
 #[test]
 fn bad_expressions_are_errors_with_the_expression_and_reason() {
     for expr in [

@@ -445,3 +445,97 @@ fn delay_and_priority_queues_free_their_elements() {
         "a dropped PriorityBlockingQueue frees its elements"
     );
 }
+
+/// A trigger that keeps its own task's handle (to cancel itself from `next_deadline`,
+/// say): task → trigger → handle → task. The trigger, and what it keeps, is dropped when
+/// the task ends, however it ends; at 31fc6b6 the cycle kept both for good.
+struct SelfAware {
+    own: Arc<std::sync::Mutex<Option<schedpool::CancelHandle>>>,
+    /// Dropped with the trigger.
+    _token: DropCount,
+    /// `None` from `next_deadline` after this many runs (0: never).
+    stop_after: u64,
+    /// Cancels its own task from `next_deadline` after this many runs (0: never), the
+    /// handle kept.
+    cancel_after: u64,
+}
+
+impl schedpool::Trigger for SelfAware {
+    fn first_deadline(&mut self, earliest: std::time::Instant) -> Option<std::time::Instant> {
+        Some(earliest)
+    }
+
+    fn next_deadline(&mut self, ctx: &schedpool::TriggerContext) -> Option<std::time::Instant> {
+        let own = self.own.lock().unwrap();
+        if self.cancel_after != 0 && ctx.runs == self.cancel_after {
+            assert!(
+                own.as_ref().unwrap().cancel(),
+                "its own cancel, from inside"
+            );
+        }
+        (self.stop_after == 0 || ctx.runs < self.stop_after).then(|| ctx.scheduled + sec(10))
+    }
+}
+
+#[test]
+fn a_trigger_that_keeps_its_own_task_is_dropped_when_the_task_ends() {
+    use schedpool::{Next, TaskContext};
+    for (name, stop_after, max_runs, stop_run, cancel_after) in [
+        ("max_runs", 0, Some(2), false, 0),
+        ("cancel", 0, None, false, 0),
+        ("the trigger's None", 2, None, false, 0),
+        ("Next::Stop", 0, None, true, 0),
+        ("shutdown", 0, None, false, 0),
+        ("its own cancel from next_deadline", 0, None, false, 2),
+    ] {
+        let clock = ManualClock::new();
+        let pool = ScheduledThreadPoolExecutor::builder()
+            .core_pool_size(1)
+            .clock(clock.clone())
+            .build();
+        let own = Arc::new(std::sync::Mutex::new(None));
+        let dropped = counter();
+        let trigger = SelfAware {
+            own: own.clone(),
+            _token: DropCount(dropped.clone()),
+            stop_after,
+            cancel_after,
+        };
+        let mut spec = Periodic::with_trigger(trigger);
+        if let Some(max) = max_runs {
+            spec = spec.max_runs(max);
+        }
+        let mut runs = 0;
+        let fut = pool
+            .schedule_periodic_with_context(spec, move |_: &TaskContext<'_>| {
+                runs += 1;
+                if stop_run && runs == 2 {
+                    Next::Stop
+                } else {
+                    Next::Continue
+                }
+            })
+            .unwrap();
+        *own.lock().unwrap() = Some(fut.cancel_handle()); // the cycle
+        assert!(pool.wait_idle(BOUND));
+        assert_eq!(load(&dropped), 0, "{name}: alive while the task is");
+        match name {
+            "cancel" => assert!(fut.cancel()),
+            "shutdown" => {
+                pool.shutdown();
+                assert!(pool.await_termination(BOUND));
+            }
+            _ => {
+                clock.advance(sec(30));
+                assert!(pool.wait_idle(BOUND));
+            }
+        }
+        assert!(fut.is_done(), "{name}: ended");
+        drop(fut);
+        assert!(
+            wait_until(|| load(&dropped) == 1),
+            "{name}: the trigger is dropped once its task ended"
+        );
+        pool.close();
+    }
+}

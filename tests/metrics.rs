@@ -560,3 +560,89 @@ fn pauses_resumes_and_extra_runs_are_counted() {
     );
     pool.close();
 }
+
+/// MX2: a recorder that panics loses no run. Its first publication's histogram calls
+/// panic after the first bucket; the next publication hands over what it did not take,
+/// so the recorder holds every run's lateness and duration exactly once.
+#[test]
+fn a_recorder_that_panics_loses_no_run() {
+    use metrics::{
+        Counter, Gauge, Histogram, HistogramFn, KeyName, Metadata, Recorder, SharedString, Unit,
+    };
+    use std::sync::atomic::AtomicUsize;
+
+    /// Panics at the `armed`-th `record_many` from now (0: never), else records.
+    struct Flaky {
+        inner: DebuggingRecorder,
+        armed: Arc<AtomicUsize>,
+    }
+    struct FlakyHistogram {
+        inner: Histogram,
+        armed: Arc<AtomicUsize>,
+    }
+    impl HistogramFn for FlakyHistogram {
+        fn record(&self, value: f64) {
+            self.record_many(value, 1);
+        }
+        fn record_many(&self, value: f64, count: usize) {
+            if self
+                .armed
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                == Ok(1)
+            {
+                panic!("the recorder is down");
+            }
+            self.inner.record_many(value, count);
+        }
+    }
+    impl Recorder for Flaky {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, m: &Metadata<'_>) -> Counter {
+            self.inner.register_counter(key, m)
+        }
+        fn register_gauge(&self, key: &Key, m: &Metadata<'_>) -> Gauge {
+            self.inner.register_gauge(key, m)
+        }
+        fn register_histogram(&self, key: &Key, m: &Metadata<'_>) -> Histogram {
+            Histogram::from_arc(Arc::new(FlakyHistogram {
+                inner: self.inner.register_histogram(key, m),
+                armed: self.armed.clone(),
+            }))
+        }
+    }
+
+    let inner = DebuggingRecorder::new();
+    let snapshots = inner.snapshotter();
+    let armed = Arc::new(AtomicUsize::new(0));
+    let recorder = Flaky {
+        inner,
+        armed: armed.clone(),
+    };
+    let clock = ManualClock::new();
+    let pool = pool("flaky", &clock);
+    // Runs in different buckets: several shares a histogram.
+    for delay in [1, 2, 3, 5, 8, 13, 21, 34] {
+        let c = clock.clone();
+        pool.schedule(sec(delay), move || c.advance(Duration::from_millis(delay)))
+            .unwrap();
+    }
+    for _ in 0..40 {
+        clock.advance(sec(1));
+        assert!(pool.wait_idle(BOUND));
+    }
+    armed.store(2, Ordering::SeqCst); // the second record_many panics
+    metrics::with_local_recorder(&recorder, || pool.publish_metrics());
+    metrics::with_local_recorder(&recorder, || pool.publish_metrics()); // disarmed now
+    let seen = Seen::take(&snapshots);
+    let lateness = seen.histogram("schedpool_lateness_seconds{pool=flaky}");
+    let durations = seen.histogram("schedpool_run_duration_seconds{pool=flaky}");
+    assert_eq!(lateness.len(), 8, "every run's lateness once: {lateness:?}");
+    assert_eq!(
+        durations.len(),
+        8,
+        "every run's duration once: {durations:?}"
+    );
+    pool.close();
+}

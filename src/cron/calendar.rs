@@ -184,6 +184,22 @@ mod tests {
         false
     }
 
+    /// croner reads a lone `,` as a field with no value (`CronTrigger::parse` refuses the
+    /// text before croner sees it; this asks croner directly): such a time field is found.
+    #[test]
+    fn a_time_field_with_no_value_is_found() {
+        assert_eq!(empty_time_field(&parse(", * * * * *")), Some("seconds"));
+        assert_eq!(empty_time_field(&parse("0 , * * * *")), Some("minutes"));
+        assert_eq!(empty_time_field(&parse(", * DEC * *")), Some("minutes"));
+        assert_eq!(empty_time_field(&parse("0 0 , * * *")), Some("hours"));
+        assert_eq!(
+            empty_time_field(&parse("0 0 0 31 4 *")),
+            None,
+            "a date matter"
+        );
+        assert_eq!(empty_time_field(&parse("*/7 5 3 * * *")), None);
+    }
+
     #[test]
     fn year_one_begins_on_a_monday() {
         let monday = jiff::civil::Weekday::Monday;

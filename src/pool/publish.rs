@@ -21,12 +21,17 @@
 //!
 //! # Invariants
 //! - MX1: the recorder (user code) is called with no lock of the crate held (U1) and
-//!   through the door (U2: a recorder that panics costs that publication, reported once
-//!   a second); `Pool::published`'s lock is held only to compute a delta, the sampler's only
-//!   to read and update its list.
-//! - MX2: every run recorded in the pool's histograms is handed to the recorder exactly
-//!   once, by whichever publication first sees it (the delta is taken and the counts
-//!   advanced in one critical section of `Pool::published`).
+//!   through the door (U2: a recorder that panics is reported once a second and costs
+//!   the rest of that publication's calls; counters and gauges are totals, so the next
+//!   publication sets them right, and histograms follow MX2); `Pool::published`'s lock
+//!   is held only to take or give back a delta, the sampler's only to read and update its
+//!   list.
+//! - MX2: every run recorded in the pool's histograms is handed to the recorder once, by
+//!   one publication: the delta is taken and the counts advanced in one critical
+//!   section of `Pool::published`, and the shares a panicking recorder did not take
+//!   (each bucket's `record_many` that did not return) are given back in another, for the
+//!   next publication. (A `record_many` that panics half-way may have kept part of its
+//!   share, which is then handed again: the recorder's own doing.)
 
 use std::time::{Duration, Instant};
 
@@ -93,7 +98,7 @@ impl Pool {
                 seen.run_time.delta(&self.run_time),
             )
         };
-        let pool = self.name().to_owned();
+        let pool = self.name();
         let run_panicked = stats::read(&c.run_panicked);
         let runs = [
             (
@@ -114,9 +119,11 @@ impl Pool {
             ("resume", stats::read(&c.resumed_tasks)),
             ("run_now", stats::read(&c.run_now_tasks)),
         ];
-        let published = user::contain(move || {
+        // How many shares of each histogram reached the recorder (MX2: the rest goes back).
+        let mut recorded = (0, 0);
+        let published = user::contain(|| {
             describe();
-            let p = || pool.clone();
+            let p = || pool.to_owned();
             counter!(names::SUBMITTED, "pool" => p()).absolute(s.task_count);
             counter!(names::REJECTED, "pool" => p()).absolute(s.rejected_count);
             counter!(names::CANCELLED, "pool" => p()).absolute(s.cancelled_count);
@@ -134,15 +141,28 @@ impl Pool {
             gauge!(names::WORKERS, "pool" => p()).set(s.pool_size as f64);
             gauge!(names::ACTIVE, "pool" => p()).set(s.active_count as f64);
             let late = histogram!(names::LATENESS, "pool" => p());
-            for (secs, n) in lateness {
-                late.record_many(secs, n);
+            for share in &lateness {
+                late.record_many(
+                    share.secs,
+                    usize::try_from(share.count).unwrap_or(usize::MAX),
+                );
+                recorded.0 += 1;
             }
             let runs = histogram!(names::RUN_DURATION, "pool" => p());
-            for (secs, n) in run_time {
-                runs.record_many(secs, n);
+            for share in &run_time {
+                runs.record_many(
+                    share.secs,
+                    usize::try_from(share.count).unwrap_or(usize::MAX),
+                );
+                recorded.1 += 1;
             }
         });
         if let Err(panic) = published {
+            {
+                let mut seen = self.published.lock(); // MX2: for the next publication
+                seen.lateness.give_back(&lateness[recorded.0..]);
+                seen.run_time.give_back(&run_time[recorded.1..]);
+            }
             user::report(user::Door::Recorder, panic);
         }
     }

@@ -160,6 +160,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         } else {
             End::Panicked
         };
+        self.schedule.retire(); // the task ends here either way
         if self.header.edges().end_unrun(end) == Exchange::Won {
             let mut body = self.done.take_body();
             let outcome = outcome.map(|()| match &mut body {
@@ -178,6 +179,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             self.done.complete(outcome);
         }
         drop_quietly(body);
+        self.schedule.retire(); // ended: by this run, or by a cancel that came first
     }
 
     /// One run after a successful `start`; `next` is `None` if the task ended. The run
@@ -428,6 +430,7 @@ impl<F: PeriodicBody> Task for PeriodicTask<F> {
 
     fn finish_cancelled(&self) {
         drop_quietly(self.done.cancel()); // T3: dropped outside the stage's lock
+        self.schedule.retire();
     }
 }
 

@@ -430,3 +430,92 @@ mod without_the_feature {
         );
     }
 }
+
+/// Input nobody writes by hand (issue "the parsers no fuzzer has seen"): connection
+/// strings of TLS keys and odd values, with `PGSSL*` variables and a home of random
+/// names (none of which exist), read and located: a configuration or an error, never a
+/// panic. `tests/fuzz.rs` has the strings through `PgLock::builder`.
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = String> + Clone {
+        prop_oneof![
+            prop::sample::select(vec![
+                "disable",
+                "allow",
+                "prefer",
+                "require",
+                "verify-ca",
+                "verify-full",
+                "system",
+                "",
+                "/nowhere/ca.pem",
+                "~/x",
+                "'a b'",
+                "'it\\'s'",
+                "\\",
+                "'open",
+                "%2Fx",
+                "%",
+                "%zz",
+                "=",
+                "sslmode=require",
+            ])
+            .prop_map(str::to_owned),
+            "[ -~]{0,10}",
+        ]
+    }
+
+    fn conn() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec![
+            "host",
+            "sslmode",
+            "sslrootcert",
+            "sslcert",
+            "sslkey",
+            "sslnegotiation",
+            "user",
+            "dbname",
+            "",
+            "SSLMODE",
+        ]);
+        let pair = (key, value()).prop_map(|(k, v)| format!("{k}={v}"));
+        prop_oneof![
+            prop::collection::vec(pair.clone(), 0..5).prop_map(|p| p.join(" ")),
+            prop::collection::vec(pair, 0..4)
+                .prop_map(|p| format!("postgresql://u@db:5432/app?{}", p.join("&"))),
+            "\\PC{0,30}",
+        ]
+    }
+
+    fn environment() -> impl Strategy<Value = Vec<(&'static str, String)>> {
+        let name = prop::sample::select(vec![
+            "PGSSLMODE",
+            "PGSSLROOTCERT",
+            "PGSSLCERT",
+            "PGSSLKEY",
+            HOME,
+            "PGHOST",
+        ]);
+        prop::collection::vec((name, value()), 0..5)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: std::env::var("FUZZ_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(256),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn tls_settings_are_a_configuration_or_an_error(conn in conn(), env in environment()) {
+            let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            if let Ok((_, settings)) = read(&conn, &super::env(&pairs)) {
+                let _ = settings.crate_mode();
+                let _ = settings.asks_for_tls();
+                let _ = settings.locate();
+            }
+        }
+    }
+}
