@@ -11,12 +11,15 @@
 3. Every invariant ID of `docs/DESIGN.md`'s index is stated ("- ID" or "ID (…):" in the
    `//!` notes) in the file its row names, and no ID is stated in two files.
 4. Every file of `src/` is named in `docs/DESIGN.md`'s module map.
+5. No function over 80 lines outside tests (from its `fn` line to its closing brace): a
+   longer one is split by decision, as the worker's run and the waiters' wait are.
 
 Usage: python3 scripts/tree_check.py [ROOT]: prints what it finds; exits 1 if anything.
        python3 scripts/tree_check.py --self-test [ROOT]: plants one change per check in a
        copy of the tree (an import from queue/ into pool/, a circle between two files of
        queue/, a file of 700 more lines, an invariant bullet removed, an ID stated in a
-       second file, a file the map does not name) and exits 1 unless each is reported.
+       second file, a file the map does not name, a function of 80 more lines) and exits 1
+       unless each is reported.
 Standard library only.
 """
 
@@ -25,6 +28,8 @@ import re
 import sys
 
 MAX_LINES = 700
+MAX_FN_LINES = 80
+FN = re.compile(r"\s*(pub(\([^)]*\))?\s+)?(const\s+)?(async\s+)?(unsafe\s+)?fn\s+(\w+)")
 TEST_FILE = re.compile(r"(^|/)(tests|loom[^/]*)\.rs$")
 
 
@@ -235,28 +240,65 @@ def check_circles(src, mods):
     return found
 
 
+def outside_tests(path):
+    """The file's lines before its test module (an inline `#[cfg(test)] mod` at the end)."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for i, line in enumerate(lines):
+        if re.match(r"#\[cfg\((all\()?test\b", line):
+            rest = [l for l in lines[i + 1 : i + 4] if not l.startswith("#[")]
+            if rest and re.match(r"(pub(\([^)]*\))?\s+)?mod\s+\w+", rest[0]):
+                return lines[:i]
+    return lines
+
+
 def check_sizes(src, mods):
     found = []
     for rel in sorted(mods.values()):
         if TEST_FILE.search(rel):
             continue
-        lines = open(os.path.join(src, rel), encoding="utf-8").read().split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        end = len(lines)
-        for i, line in enumerate(lines):
-            if re.match(r"#\[cfg\((all\()?test\b", line):
-                rest = [l for l in lines[i + 1 : i + 4] if not l.startswith("#[")]
-                if rest and re.match(r"(pub(\([^)]*\))?\s+)?mod\s+\w+", rest[0]):
-                    end = i
-                    break
-        counted = lines[:end]
+        counted = outside_tests(os.path.join(src, rel))
         docs = sum(1 for l in counted if re.match(r"\s*//[/!]", l))
         if len(counted) > MAX_LINES and 2 * docs < len(counted):
             found.append(
                 f"TOO LONG: src/{rel} has {len(counted)} lines outside tests "
                 f"({docs} of docs; the limit is {MAX_LINES}, or half of it docs)"
             )
+    return found
+
+
+def check_functions(src, mods):
+    """Rule 5: every function outside tests, from its `fn` line to its closing brace
+    (braces in comments, strings and character literals not counted)."""
+    found = []
+    for rel in sorted(mods.values()):
+        if TEST_FILE.search(rel):
+            continue
+        lines = outside_tests(os.path.join(src, rel))
+        for i, line in enumerate(lines):
+            m = FN.match(line)
+            if not m:
+                continue
+            depth, opened, j = 0, False, i
+            while j < len(lines):
+                code = re.sub(r"//.*", "", lines[j])
+                code = re.sub(r'"(\\.|[^"\\])*"', '""', code)
+                code = re.sub(r"'(\\.|[^'\\])'", "''", code)
+                for ch in code:
+                    if ch == "{":
+                        depth, opened = depth + 1, True
+                    elif ch == "}":
+                        depth -= 1
+                if (opened and depth == 0) or (not opened and code.rstrip().endswith(";")):
+                    break
+                j += 1
+            n = j - i + 1
+            if opened and n > MAX_FN_LINES:
+                found.append(
+                    f"TOO LONG A FUNCTION: {m.group(6)} in src/{rel}:{i + 1} has {n} lines "
+                    f"(the limit is {MAX_FN_LINES})"
+                )
     return found
 
 
@@ -328,6 +370,7 @@ def check(root):
     found = (
         check_circles(src, mods)
         + check_sizes(src, mods)
+        + check_functions(src, mods)
         + check_invariants(root, src, mods)
         + check_map(root, mods)
     )
@@ -338,7 +381,7 @@ def check(root):
 # start of the line the check prints).
 PLANTS = [
     (
-        "src/queue/heap.rs",
+        "src/queue/heap/mod.rs",
         lambda s: s + "\nuse crate::pool::Shared;\n",
         "IMPORT CIRCLE between top-level modules",
     ),
@@ -351,6 +394,11 @@ PLANTS = [
         "src/throttle.rs",
         lambda s: "".join(f"// planted line {i}\n" for i in range(700)) + s,
         "TOO LONG: src/throttle.rs",
+    ),
+    (
+        "src/throttle.rs",
+        lambda s: "fn _planted() {\n" + "    let _ = 1;\n" * 80 + "}\n" + s,
+        "TOO LONG A FUNCTION: _planted in src/throttle.rs",
     ),
     (
         "src/queue/sharded.rs",
@@ -406,7 +454,7 @@ def main():
         print(f)
     if not found:
         print(
-            f"tree check: {len(mods)} files, no circle, none too long, "
+            f"tree check: {len(mods)} files, no circle, no file or function too long, "
             "every invariant stated once, every file in the map"
         )
     sys.exit(1 if found else 0)

@@ -4,11 +4,11 @@
 
 use super::running::Run;
 use super::shared::Pool;
-use crate::clock::Ticks;
+use crate::clock::{Clock, Ticks};
 use crate::stats::{self, PoolStats, TaskInfo};
 use crate::task::{drop_quietly, state::State, TaskRef};
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 impl Pool {
     /// The counters, the lateness summary and the queue's size
@@ -84,87 +84,114 @@ impl Pool {
         // copies may be the last references (a task's drop runs user code, I4). The
         // order is the queue's, (deadline, seq), running tasks first among equal
         // deadlines.
-        let clock = self.clock();
-        let now = clock.now();
-        // The wall clock beside the monotonic one, read together once for the snapshot.
-        let (now_at, wall_now) = crate::clock::WallClock::of(clock).now();
-        let wall = |ticks: Ticks| {
-            let at = clock.instant_of(ticks);
-            match at.checked_duration_since(now_at) {
-                Some(ahead) => wall_now.checked_add(ahead),
-                None => wall_now.checked_sub(now_at.saturating_duration_since(at)),
-            }
-            .unwrap_or(wall_now)
-        };
-        let info = |job: &TaskRef, deadline: Ticks, running: Option<Ticks>| {
-            let record = job.record();
-            let started = running.or(record.started);
-            TaskInfo {
-                id: job.header().id(),
-                name: job.name().map(str::to_owned),
-                kind: job.schedule().kind(),
-                schedule: job.schedule().describe(),
-                deadline: clock.instant_of(deadline),
-                next_run_at: wall(deadline),
-                due_in: match running {
-                    Some(_) => Duration::ZERO,
-                    None => crate::clock::since(deadline, now),
-                },
-                running: running.is_some(),
-                last_started: started.map(|t| clock.instant_of(t)),
-                last_started_at: started.map(wall),
-                runs: record.runs,
-                last_run: record.last,
-                cancelled: job.header().state() == State::Cancelled,
-                paused: record.pause.is_some()
-                    || job
-                        .pause_switch()
-                        .is_some_and(|p| p.load(crate::sync::Ordering::Relaxed)),
-                paused_by: record.pause.as_ref().map(|p| p.by.clone()),
-                paused_since: record.pause.as_ref().map(|p| p.since),
-                paused_until: record.pause.as_ref().and_then(|p| p.until),
-            }
-        };
-        // RN1: a periodic task between its re-queue and its worker's `leave` is in the
-        // queue too, or already in another worker's slot for its next run: the queue's
-        // row, else the latest run's, is the current one. A run whose task has just ended
-        // (DONE or PANICKED, its worker not yet out of its slot) is over; a task
-        // cancelled during its run is still running.
-        let in_slots: HashSet<u64> = runs.iter().map(|r| r.job.header().id()).collect();
-        let in_queue: HashSet<u64> = queued
-            .iter()
-            .map(|(_, _, job)| job.header().id())
-            .filter(|id| in_slots.contains(id))
-            .collect();
-        let mut current: HashMap<u64, &Run> = HashMap::new();
-        for run in &runs {
-            let id = run.job.header().id();
-            let over = matches!(run.job.header().state(), State::Done | State::Panicked);
-            if over || in_queue.contains(&id) {
-                continue;
-            }
-            let latest = current
-                .get(&id)
-                .is_none_or(|seen| seen.started <= run.started);
-            if latest {
-                current.insert(id, run);
-            }
-        }
-        let mut rows: Vec<(Ticks, u64, TaskInfo)> = Vec::with_capacity(queued.len() + runs.len());
-        for run in current.into_values() {
-            rows.push((
-                run.deadline,
-                0,
-                info(&run.job, run.deadline, Some(run.started)),
-            ));
+        let rows = Rows::read(self.clock());
+        let mut infos: Vec<(Ticks, u64, TaskInfo)> = Vec::with_capacity(queued.len() + runs.len());
+        for run in current_runs(&runs, &queued) {
+            let row = rows.info(&run.job, run.deadline, Some(run.started));
+            infos.push((run.deadline, 0, row));
         }
         for (deadline, seq, job) in &queued {
-            rows.push((*deadline, seq.saturating_add(1), info(job, *deadline, None)));
+            let row = rows.info(job, *deadline, None);
+            infos.push((*deadline, seq.saturating_add(1), row));
         }
-        rows.sort_by_key(|&(deadline, seq, _)| (deadline, seq));
-        let infos = rows.into_iter().map(|(_, _, row)| row).collect();
+        infos.sort_by_key(|&(deadline, seq, _)| (deadline, seq));
+        let infos = infos.into_iter().map(|(_, _, row)| row).collect();
         drop_quietly(queued);
         drop_quietly(runs);
         infos
+    }
+}
+
+/// The runs in progress that are a task's current row. RN1: a periodic task between its
+/// re-queue and its worker's `leave` is in the queue too, or already in another worker's
+/// slot for its next run: the queue's row, else the latest run's, is the current one. A
+/// run whose task has just ended (DONE or PANICKED, its worker not yet out of its slot)
+/// is over; a task cancelled during its run is still running.
+fn current_runs<'r>(runs: &'r [Run], queued: &[(Ticks, u64, TaskRef)]) -> Vec<&'r Run> {
+    let in_slots: HashSet<u64> = runs.iter().map(|r| r.job.header().id()).collect();
+    let in_queue: HashSet<u64> = queued
+        .iter()
+        .map(|(_, _, job)| job.header().id())
+        .filter(|id| in_slots.contains(id))
+        .collect();
+    let mut current: HashMap<u64, &Run> = HashMap::new();
+    for run in runs {
+        let id = run.job.header().id();
+        let over = matches!(run.job.header().state(), State::Done | State::Panicked);
+        if over || in_queue.contains(&id) {
+            continue;
+        }
+        let latest = current
+            .get(&id)
+            .is_none_or(|seen| seen.started <= run.started);
+        if latest {
+            current.insert(id, run);
+        }
+    }
+    current.into_values().collect()
+}
+
+/// The task list's clocks, read once for a snapshot: the pool's clock, its reading, and the
+/// wall clock beside the monotonic one, read together.
+struct Rows<'c> {
+    clock: &'c Clock,
+    now: Ticks,
+    now_at: Instant,
+    wall_now: SystemTime,
+}
+
+impl<'c> Rows<'c> {
+    fn read(clock: &'c Clock) -> Self {
+        let (now_at, wall_now) = crate::clock::WallClock::of(clock).now();
+        Rows {
+            clock,
+            now: clock.now(),
+            now_at,
+            wall_now,
+        }
+    }
+
+    /// The wall-clock time of `ticks`, offset from the snapshot's reading.
+    fn wall(&self, ticks: Ticks) -> SystemTime {
+        let at = self.clock.instant_of(ticks);
+        match at.checked_duration_since(self.now_at) {
+            Some(ahead) => self.wall_now.checked_add(ahead),
+            None => self
+                .wall_now
+                .checked_sub(self.now_at.saturating_duration_since(at)),
+        }
+        .unwrap_or(self.wall_now)
+    }
+
+    /// The row of `job`, due at `deadline`; `running`: the start of its run in progress.
+    fn info(&self, job: &TaskRef, deadline: Ticks, running: Option<Ticks>) -> TaskInfo {
+        let record = job.record();
+        let started = running.or(record.started);
+        let pause = record.pause.as_ref();
+        TaskInfo {
+            id: job.header().id(),
+            name: job.name().map(str::to_owned),
+            kind: job.schedule().kind(),
+            schedule: job.schedule().describe(),
+            deadline: self.clock.instant_of(deadline),
+            next_run_at: self.wall(deadline),
+            due_in: match running {
+                Some(_) => Duration::ZERO,
+                None => crate::clock::since(deadline, self.now),
+            },
+            running: running.is_some(),
+            last_started: started.map(|t| self.clock.instant_of(t)),
+            last_started_at: started.map(|t| self.wall(t)),
+            runs: record.runs,
+            last_run: record.last,
+            cancelled: job.header().state() == State::Cancelled,
+            paused: pause.is_some()
+                || job
+                    .pause_switch()
+                    .is_some_and(|p| p.load(crate::sync::Ordering::Relaxed)),
+            paused_by: pause.map(|p| p.by.clone()),
+            paused_since: pause.map(|p| p.since),
+            paused_until: pause.and_then(|p| p.until),
+        }
     }
 }

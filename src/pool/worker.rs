@@ -26,7 +26,7 @@ use crate::config::Hook;
 use crate::queue::Take;
 use crate::stats;
 use crate::sync::Arc;
-use crate::task::{drop_quietly, RunEnv, TaskRef};
+use crate::task::{drop_quietly, RunEnv, RunReport, TaskRef};
 
 thread_local! {
     /// The address of the `Pool` this thread works for; 0 on other threads.
@@ -108,7 +108,7 @@ pub(crate) fn run(shared: Arc<Pool>, index: usize) {
 /// task's next run, which `next_task` re-queues into the task's home shard (one critical
 /// section of its own) before it takes the next task.
 fn run_task(
-    shared: &Arc<Pool>,
+    pool: &Arc<Pool>,
     index: usize,
     slot: &Slot,
     entry: Entry,
@@ -116,33 +116,52 @@ fn run_task(
 ) -> Option<(TaskRef, clock::Ticks)> {
     let Entry {
         deadline,
-        value: job,
+        value: task,
         ..
     } = entry;
-    let header = job.header();
-    let lateness = clock::since(now, deadline);
-    // U2: the subscriber's span creation, entry, exit and close are contained; a task
-    // whose span failed runs without it, and its run's report still reaches the
-    // re-queue below.
-    // At the pool's `task_span_level` (a span's level is part of its callsite: one per
-    // level).
+    let report = run_in_span(pool, index, &task, now, clock::since(now, deadline));
+    probe!(Take);
+    account(pool, index, &task, &report, now, deadline);
+    match report.next {
+        Some(next) => Some((task, next)), // leaves the slot after its re-queue
+        None => {
+            drop_quietly(slot.leave()); // RN1: before the worker's own reference
+            drop_quietly(task); // may drop the task and an unclaimed output (WK2)
+            None
+        }
+    }
+}
+
+/// The run itself, in its `task` span at the pool's `task_span_level`, and, with the
+/// `metrics` feature, its duration. U2: the subscriber's span creation, entry, exit and
+/// close are contained; a task whose span failed runs without it, and its run's report
+/// still reaches the re-queue.
+fn run_in_span(
+    pool: &Arc<Pool>,
+    index: usize,
+    task: &TaskRef,
+    now: clock::Ticks,
+    lateness: std::time::Duration,
+) -> RunReport {
+    let header = task.header();
+    // A span's level is part of its callsite: one per level.
     macro_rules! task_span {
         ($level:expr) => {
             tracing::span!(
                 target: "schedpool",
                 $level,
                 "task",
-                pool = shared.name(),
+                pool = pool.name(),
                 id = header.id(),
-                task_name = job.name(), // left out for an unnamed task
-                kind = job.schedule().name(),
+                task_name = task.name(), // left out for an unnamed task
+                kind = task.schedule().name(),
                 lateness_us = lateness.as_micros() as u64,
             )
         };
     }
     let span = crate::user::traced(|| {
         use tracing::Level;
-        match shared.config.task_span_level {
+        match pool.config.task_span_level {
             Level::TRACE => task_span!(Level::TRACE),
             Level::DEBUG => task_span!(Level::DEBUG),
             Level::INFO => task_span!(Level::INFO),
@@ -152,82 +171,100 @@ fn run_task(
     });
     let env = RunEnv {
         now,
-        clock: shared.clock(),
-        counters: Some(&shared.counters),
-        job: Some(&job),
-        pool: Some(shared),
+        clock: pool.clock(),
+        counters: Some(&pool.counters),
+        job: Some(task),
+        pool: Some(pool),
         on_worker: true,
     };
     probe!(Run);
     let span = span.unwrap_or_else(tracing::Span::none);
     let report = {
         let entered = crate::user::traced(|| span.enter());
-        let report = job.run(&env);
+        let report = task.run(&env);
         crate::user::traced(move || drop(entered));
         report
     };
     #[cfg(feature = "metrics")]
     if report.ran {
         // The run's duration on the pool's clock (`telemetry.rs`): the striped
-        // histogram the metrics thread publishes, and a named task's own series.
-        let took = shared.clock().now().saturating_sub(now);
-        shared.run_time.count(index, took);
-        if let Some(timer) = job.timer() {
+        // histogram the metrics thread publishes, and the task's own series.
+        let took = pool.clock().now().saturating_sub(now);
+        pool.run_time.count(index, took);
+        if let Some(timer) = task.timer() {
             timer.record(std::time::Duration::from_nanos(took));
         }
     }
+    #[cfg(not(feature = "metrics"))]
+    let _ = index;
     crate::user::traced(move || drop(span));
-    probe!(Take);
+    report
+}
+
+/// What the pool keeps of a run that was due at `deadline` and taken at `now`: its
+/// lateness, the counters of a late start, a pause and a skip, and the pool's events
+/// about the run (started late, skipped, panicked), each contained (U2) and written
+/// outside the run's span, so each names its task.
+fn account(
+    pool: &Arc<Pool>,
+    index: usize,
+    task: &TaskRef,
+    report: &RunReport,
+    now: clock::Ticks,
+    deadline: clock::Ticks,
+) {
+    let header = task.header();
+    let lateness = clock::since(now, deadline);
+    let mut late_line = None;
     if report.ran {
-        shared.lateness.record(index, now.saturating_sub(deadline));
-        if lateness > shared.config.late_threshold {
-            stats::bump(&shared.counters.late);
+        pool.lateness.record(index, now.saturating_sub(deadline));
+        if lateness > pool.config.late_threshold {
+            stats::bump(&pool.counters.late);
             // At most one line a second; `suppressed`: the late starts since the last line.
             let sample = || LateStart {
                 id: header.id(),
-                task_name: job.name().map(Box::from),
+                task_name: task.name().map(Box::from),
                 lateness_us: lateness.as_micros() as u64,
             };
-            if let Some(suppressed) = shared.late_log.admit(sample) {
-                crate::user::traced(|| {
-                    tracing::warn!(
-                        target: "schedpool",
-                        pool = shared.name(),
-                        id = header.id(),
-                        task_name = job.name(), // outside the task's span: named here
-                        lateness_us = lateness.as_micros() as u64,
-                        suppressed,
-                        occurrences = suppressed + 1,
-                        "task started late"
-                    )
-                });
-            }
+            late_line = pool.late_log.admit(sample);
         }
     }
     if report.paused {
-        stats::bump(&shared.counters.paused);
+        stats::bump(&pool.counters.paused);
+    }
+    if report.skipped {
+        stats::bump(&pool.counters.skipped);
+    }
+    let (pool_name, id, task_name) = (pool.name(), header.id(), task.name());
+    // Each event in its own containment: a subscriber that panics at one costs that line.
+    if let Some(suppressed) = late_line {
+        crate::user::traced(|| {
+            tracing::warn!(
+                target: "schedpool",
+                pool = pool_name,
+                id,
+                task_name,
+                lateness_us = lateness.as_micros() as u64,
+                suppressed,
+                occurrences = suppressed + 1,
+                "task started late"
+            )
+        });
+    }
+    if report.paused {
         crate::user::traced(
-            || tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name(), "periodic run skipped (paused)"),
+            || tracing::debug!(target: "schedpool", pool = pool_name, id, task_name, "periodic run skipped (paused)"),
         );
     }
     if report.skipped {
-        stats::bump(&shared.counters.skipped);
         crate::user::traced(
-            || tracing::debug!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name(), "periodic run skipped (max_lateness)"),
+            || tracing::debug!(target: "schedpool", pool = pool_name, id, task_name, "periodic run skipped (max_lateness)"),
         );
     }
-    if let Some(msg) = report.panic {
+    if let Some(msg) = &report.panic {
         crate::user::traced(
-            || tracing::error!(target: "schedpool", pool = shared.name(), id = header.id(), task_name = job.name(), panic = %msg, "task panicked"),
+            || tracing::error!(target: "schedpool", pool = pool_name, id, task_name, panic = %msg, "task panicked"),
         );
-    }
-    match report.next {
-        Some(next) => Some((job, next)), // leaves the slot after its re-queue
-        None => {
-            drop_quietly(slot.leave()); // RN1: before the worker's own reference
-            drop_quietly(job); // may drop the task and an unclaimed output (WK2)
-            None
-        }
     }
 }
 

@@ -6,10 +6,10 @@
 use std::time::Instant;
 
 use crate::clock::{Clock, Ticks, NEVER};
-use crate::sync::{thread, unlocked, Arc};
+use crate::sync::{thread, unlocked, Arc, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use super::blocking::{AsyncWaiter, BlockingQueue};
+use super::blocking::{AsyncWaiter, BlockingQueue, State};
 use super::waiters::wait;
 use super::{Handle, Timed};
 
@@ -50,79 +50,21 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
         let (replaced, wake_now) = loop {
             let due = state.head_deadline().is_some_and(|d| d <= self.clock.now());
             if due || state.closed {
-                let entry = if due {
-                    let entry = state.store.pop_keyed();
-                    self.signal_head_changed(&state); // the head moved on: takers re-check
-                    entry
-                } else {
-                    None
-                };
-                // A ready take is registered no more (a poll of its own came first).
-                let mine = state.async_waiters.iter().position(|w| w.take == take);
-                let left = mine.map(|i| state.async_waiters.swap_remove(i).waker);
-                state.registrations_changed();
-                drop(state);
-                left.into_iter()
-                    .chain(fresh)
-                    .for_each(crate::user::drop_waker);
-                return Poll::Ready(entry);
+                return Poll::Ready(self.take_ready(state, take, due, fresh));
             }
             // I8: registered, and the timer known to run, in the critical section that saw
-            // nothing due. A take on its own timer sleeps until the head's deadline (or,
-            // with no head, until the queue's timer wakes it for one).
-            let head = state.head_deadline();
-            let own_until = own_timer.then(|| head.unwrap_or(NEVER));
-            let mine = state.async_waiters.iter().position(|w| w.take == take);
-            let replaced = match (mine, fresh.take()) {
-                // Registered already; a clone made meanwhile is dropped after unlocking.
-                (Some(i), unused) if state.async_waiters[i].waker.will_wake(cx.waker()) => {
-                    state.async_waiters[i].own_until = own_until;
-                    unused
+            // nothing due.
+            match self.register(&mut state, cx.waker(), take, own_timer, &mut fresh) {
+                Some(replaced) => {
+                    *armed = state.head_deadline().filter(|_| own_timer);
+                    break (replaced, self.ensure_timer(&mut state));
                 }
-                (Some(i), Some(new)) => {
-                    state.async_waiters[i].own_until = own_until;
-                    Some(std::mem::replace(&mut state.async_waiters[i].waker, new))
-                }
-                (None, Some(new)) => {
-                    state.async_waiters.push(AsyncWaiter {
-                        take,
-                        waker: new,
-                        own_until,
-                    });
-                    None
-                }
-                (_, None) => {
+                None => {
                     drop(state);
                     fresh = Some(crate::user::call(|| cx.waker().clone()));
                     state = self.state.lock();
-                    continue;
-                }
-            };
-            state.registrations_changed();
-            state.last_own = own_timer;
-            // A take on its own timer needs the queue's timer only for a head before the
-            // one it armed for: none now. For one on the queue's timer, a timer asleep
-            // past the head (lingering on an unknown wake-up) wakes for the new waiter;
-            // one asleep until the head or before it sees it then.
-            if own_until.is_none() {
-                self.signal_timer_if_earlier(&state);
-            }
-            *armed = head.filter(|_| own_timer);
-            let mut wake_now = false;
-            if !state.timer_running {
-                state.timer_running = true;
-                let queue = Arc::clone(self);
-                let started = thread::Builder::new()
-                    .name("schedpool-delay-timer".into())
-                    .spawn(move || queue.run_timer());
-                if started.is_err() {
-                    // No thread could be started: the future is woken at once and polls
-                    // again (and tries again), so it cannot wait forever.
-                    state.timer_running = false;
-                    wake_now = true;
                 }
             }
-            break (replaced, wake_now);
         };
         drop(state);
         if let Some(old) = replaced {
@@ -135,6 +77,98 @@ impl<E: Timed + Send + 'static> BlockingQueue<E> {
             crate::user::call(|| cx.waker().wake_by_ref());
         }
         Poll::Pending
+    }
+
+    /// A ready poll of take `take`: the due head if `due` (else the queue is closed), and
+    /// the take registered no more (a poll of its own came first). The take's waker and an
+    /// unused clone (`fresh`) are dropped after unlocking (U1).
+    fn take_ready(
+        &self,
+        mut state: MutexGuard<'_, State<E>>,
+        take: u64,
+        due: bool,
+        fresh: Option<Waker>,
+    ) -> Option<(E, Handle)> {
+        let entry = if due {
+            let entry = state.store.pop_keyed();
+            self.signal_head_changed(&state); // the head moved on: takers re-check
+            entry
+        } else {
+            None
+        };
+        let mine = state.async_waiters.iter().position(|w| w.take == take);
+        let left = mine.map(|i| state.async_waiters.swap_remove(i).waker);
+        state.registrations_changed();
+        drop(state);
+        left.into_iter()
+            .chain(fresh)
+            .for_each(crate::user::drop_waker);
+        entry
+    }
+
+    /// Registers take `take` with `waker` (I8). A take on its own timer sleeps until the
+    /// head's deadline (or, with no head, until the queue's timer wakes it for one). A
+    /// new registration or a changed waker needs a clone made unlocked: `None` asks the
+    /// caller for one in `fresh`. Else the waker it replaced, or the clone it did not
+    /// need, to drop after unlocking.
+    fn register(
+        &self,
+        state: &mut State<E>,
+        waker: &Waker,
+        take: u64,
+        own_timer: bool,
+        fresh: &mut Option<Waker>,
+    ) -> Option<Option<Waker>> {
+        let own_until = own_timer.then(|| state.head_deadline().unwrap_or(NEVER));
+        let mine = state.async_waiters.iter().position(|w| w.take == take);
+        let replaced = match (mine, fresh.take()) {
+            // Registered already; a clone made meanwhile is dropped after unlocking.
+            (Some(i), unused) if state.async_waiters[i].waker.will_wake(waker) => {
+                state.async_waiters[i].own_until = own_until;
+                unused
+            }
+            (Some(i), Some(new)) => {
+                state.async_waiters[i].own_until = own_until;
+                Some(std::mem::replace(&mut state.async_waiters[i].waker, new))
+            }
+            (None, Some(new)) => {
+                state.async_waiters.push(AsyncWaiter {
+                    take,
+                    waker: new,
+                    own_until,
+                });
+                None
+            }
+            (_, None) => return None,
+        };
+        state.registrations_changed();
+        state.last_own = own_timer;
+        // A take on its own timer needs the queue's timer only for a head before the one
+        // it armed for: none now. For one on the queue's timer, a timer asleep past the
+        // head (lingering on an unknown wake-up) wakes for the new waiter; one asleep
+        // until the head or before it sees it then.
+        if own_until.is_none() {
+            self.signal_timer_if_earlier(state);
+        }
+        Some(replaced)
+    }
+
+    /// Starts the queue's timer thread unless it runs (I8). `true` if no thread could be
+    /// started: the caller wakes its future at once, which polls again (and tries again),
+    /// so it cannot wait forever.
+    fn ensure_timer(self: &Arc<Self>, state: &mut State<E>) -> bool {
+        if state.timer_running {
+            return false;
+        }
+        state.timer_running = true;
+        let queue = Arc::clone(self);
+        let started = thread::Builder::new()
+            .name("schedpool-delay-timer".into())
+            .spawn(move || queue.run_timer());
+        if started.is_err() {
+            state.timer_running = false;
+        }
+        started.is_err()
     }
 
     /// The timer thread of the async takes (I8): while wakers wait, it sleeps until the

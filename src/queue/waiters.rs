@@ -347,108 +347,154 @@ impl Taker {
             }
             _ => false,
         };
-        let timed_out = if let Some(h) = head.filter(|_| lead) {
-            let w = waiters(guard);
-            w.leader = true; // F1
-            w.lead_until = h;
-            let fired = if sync(waiters(guard)) < h {
-                false // an earlier head arrived meanwhile: re-decide
-            } else if self.real {
-                let (plan, take_at) = waiters(guard).park.plan_lead(clock, h, timeout);
-                let w = waiters(guard);
-                w.lead_take_at = Some(take_at);
-                let long = take_at.saturating_duration_since(Instant::now()) >= RECRUIT_AFTER;
-                if long && !w.backup && !w.recruiting && w.followers > 0 {
-                    // F5: a follower asleep without a timer comes back as the backup.
-                    w.recruiting = true;
-                    signals.followers_cv.notify_one();
-                }
-                match plan {
-                    Lead::Sleep(until) => {
-                        probe!(LeaderSleep);
-                        wait(&signals.leader_cv, guard, until)
-                    }
-                    Lead::Spin(until) => {
-                        probe!(LeaderSpin);
-                        let spun = unlocked(guard, || park::spin(&signals.head_changes, until));
-                        waiters(guard).park.charge_lead(spun);
-                        timeout.is_some_and(|t| Instant::now() >= t)
-                    }
-                }
-            } else {
-                probe!(LeaderSleep);
-                wait(&signals.leader_cv, guard, timeout)
-            };
-            probe!(Take);
-            let w = waiters(guard);
-            w.leader = false; // F1: cleared by the leader itself
-            w.lead_until = NO_HEAD;
-            w.lead_take_at = None;
-            sync(w);
-            fired
-        } else {
-            let w = waiters(guard);
-            // F5: the first follower behind a leader with a head backs it up.
-            let backup = head.is_some() && w.leader && !w.backup;
-            if backup {
-                w.backup = true;
-            } else {
-                w.followers += 1;
-            }
-            let now_head = sync(waiters(guard));
-            let fired = if !waiters(guard).leader && now_head < head.unwrap_or(NO_HEAD) {
-                false // a head nobody leads arrived meanwhile: re-decide
-            } else if backup {
-                // On the real clock the backup's timer is set a grace period past the
-                // moment the leader means to take its head (or this taker's own, if
-                // later); on virtual time it waits for a wake-up, as a follower does.
-                let until = match (self.real, head) {
-                    (true, Some(h)) => {
-                        let w = waiters(guard);
-                        let own = clock.instant_of(w.park.wake_tick(h));
-                        let take_at = w.lead_take_at.map_or(own, |t| t.max(own));
-                        take_at.checked_add(BACKUP_GRACE)
-                    }
-                    _ => None,
-                };
-                let w = waiters(guard);
-                // Only its own timer, not the caller's timeout, lets a hand-on skip it.
-                w.backup_at = until.filter(|&u| timeout.is_none_or(|t| u <= t));
-                probe!(BackupSleep);
-                wait(&signals.backup_cv, guard, earliest(until, timeout))
-            } else if self.real && !self.spun && head.is_none() {
-                match waiters(guard).park.begin_idle_spin(timeout) {
-                    // One taker of an empty queue spins briefly for a new head before
-                    // parking (`park.rs`). With a head, the leader's plan covers it.
-                    Some(until) => {
-                        self.spun = true;
-                        probe!(IdleSpin);
-                        let spun = unlocked(guard, || park::spin(&signals.head_changes, until));
-                        waiters(guard).park.end_idle_spin(spun);
-                        timeout.is_some_and(|t| Instant::now() >= t)
-                    }
-                    None => {
-                        probe!(FollowerSleep);
-                        wait(&signals.followers_cv, guard, timeout)
-                    }
-                }
-            } else {
-                probe!(FollowerSleep);
-                wait(&signals.followers_cv, guard, timeout)
-            };
-            probe!(Take);
-            let w = waiters(guard);
-            if backup {
-                w.backup = false;
-                w.backup_at = None;
-            } else {
-                w.followers -= 1;
-            }
-            w.recruiting = false;
-            sync(w);
-            fired
+        let mut waiting = Waiting {
+            signals,
+            guard,
+            waiters,
+            clock,
+            sync: &mut sync,
+        };
+        let timed_out = match head.filter(|_| lead) {
+            Some(h) => self.lead(&mut waiting, h),
+            None => self.follow(&mut waiting, head),
         };
         self.expired = timed_out && timeout.is_some_and(|t| Instant::now() >= t);
+    }
+
+    /// [`wait`](Self::wait) as the leader of head `h` (F1): until `h` is due on `park.rs`'s
+    /// plan, or until a new head wakes it (F2). `true` if its timed wait ran out.
+    fn lead<T>(&mut self, cx: &mut Waiting<'_, '_, T>, h: Ticks) -> bool {
+        let timeout = self.timeout;
+        let w = cx.waiters();
+        w.leader = true; // F1
+        w.lead_until = h;
+        let fired = if cx.sync() < h {
+            false // an earlier head arrived meanwhile: re-decide
+        } else if self.real {
+            let clock = cx.clock;
+            let (plan, take_at) = cx.waiters().park.plan_lead(clock, h, timeout);
+            let w = cx.waiters();
+            w.lead_take_at = Some(take_at);
+            let long = take_at.saturating_duration_since(Instant::now()) >= RECRUIT_AFTER;
+            if long && !w.backup && !w.recruiting && w.followers > 0 {
+                // F5: a follower asleep without a timer comes back as the backup.
+                w.recruiting = true;
+                cx.signals.followers_cv.notify_one();
+            }
+            match plan {
+                Lead::Sleep(until) => {
+                    probe!(LeaderSleep);
+                    wait(&cx.signals.leader_cv, cx.guard, until)
+                }
+                Lead::Spin(until) => {
+                    probe!(LeaderSpin);
+                    let changes = &cx.signals.head_changes;
+                    let spun = unlocked(cx.guard, || park::spin(changes, until));
+                    cx.waiters().park.charge_lead(spun);
+                    timeout.is_some_and(|t| Instant::now() >= t)
+                }
+            }
+        } else {
+            probe!(LeaderSleep);
+            wait(&cx.signals.leader_cv, cx.guard, timeout)
+        };
+        probe!(Take);
+        let w = cx.waiters();
+        w.leader = false; // F1: cleared by the leader itself
+        w.lead_until = NO_HEAD;
+        w.lead_take_at = None;
+        cx.sync();
+        fired
+    }
+
+    /// [`wait`](Self::wait) as a follower: the backup of a leader with a head (F5), one
+    /// idle spin for a new head of an empty queue, or an untimed sleep until a wake-up or
+    /// the caller's timeout. `true` if its timed wait ran out.
+    fn follow<T>(&mut self, cx: &mut Waiting<'_, '_, T>, head: Option<Ticks>) -> bool {
+        let timeout = self.timeout;
+        let w = cx.waiters();
+        // F5: the first follower behind a leader with a head backs it up.
+        let backup = head.is_some() && w.leader && !w.backup;
+        if backup {
+            w.backup = true;
+        } else {
+            w.followers += 1;
+        }
+        let now_head = cx.sync();
+        let fired = if !cx.waiters().leader && now_head < head.unwrap_or(NO_HEAD) {
+            false // a head nobody leads arrived meanwhile: re-decide
+        } else if backup {
+            // On the real clock the backup's timer is set a grace period past the moment
+            // the leader means to take its head (or this taker's own, if later); on
+            // virtual time it waits for a wake-up, as a follower does.
+            let until = match (self.real, head) {
+                (true, Some(h)) => {
+                    let clock = cx.clock;
+                    let w = cx.waiters();
+                    let own = clock.instant_of(w.park.wake_tick(h));
+                    let take_at = w.lead_take_at.map_or(own, |t| t.max(own));
+                    take_at.checked_add(BACKUP_GRACE)
+                }
+                _ => None,
+            };
+            // Only its own timer, not the caller's timeout, lets a hand-on skip it.
+            cx.waiters().backup_at = until.filter(|&u| timeout.is_none_or(|t| u <= t));
+            probe!(BackupSleep);
+            wait(&cx.signals.backup_cv, cx.guard, earliest(until, timeout))
+        } else if self.real && !self.spun && head.is_none() {
+            match cx.waiters().park.begin_idle_spin(timeout) {
+                // One taker of an empty queue spins briefly for a new head before parking
+                // (`park.rs`). With a head, the leader's plan covers it.
+                Some(until) => {
+                    self.spun = true;
+                    probe!(IdleSpin);
+                    let changes = &cx.signals.head_changes;
+                    let spun = unlocked(cx.guard, || park::spin(changes, until));
+                    cx.waiters().park.end_idle_spin(spun);
+                    timeout.is_some_and(|t| Instant::now() >= t)
+                }
+                None => {
+                    probe!(FollowerSleep);
+                    wait(&cx.signals.followers_cv, cx.guard, timeout)
+                }
+            }
+        } else {
+            probe!(FollowerSleep);
+            wait(&cx.signals.followers_cv, cx.guard, timeout)
+        };
+        probe!(Take);
+        let w = cx.waiters();
+        if backup {
+            w.backup = false;
+            w.backup_at = None;
+        } else {
+            w.followers -= 1;
+        }
+        w.recruiting = false;
+        cx.sync();
+        fired
+    }
+}
+
+/// What one [`Taker::wait`] works with: the queue's signals, its lock held in `guard`, the
+/// way to the waiters' state in the guarded data, the clock, and the caller's `sync`.
+struct Waiting<'a, 'g, T> {
+    signals: &'a Signals,
+    guard: &'a mut MutexGuard<'g, T>,
+    waiters: fn(&mut T) -> &mut Waiters,
+    clock: &'a Clock,
+    sync: &'a mut dyn FnMut(&Waiters) -> Ticks,
+}
+
+impl<T> Waiting<'_, '_, T> {
+    fn waiters(&mut self) -> &mut Waiters {
+        (self.waiters)(self.guard)
+    }
+
+    /// The caller's `sync` after a change to the waiters' state: the earliest head now.
+    fn sync(&mut self) -> Ticks {
+        let w = (self.waiters)(self.guard);
+        (self.sync)(w)
     }
 }
 

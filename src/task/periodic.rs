@@ -281,36 +281,14 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             lease: None,
         };
         let outcome = run_caught(|| body.f.call(&cx));
-        let times = |runs, panicked| RunTimes {
-            scheduled,
-            started: env.now,
-            finished: if self.schedule.needs_finish_time() {
-                env.clock.now()
-            } else {
-                env.now
-            },
-            runs,
-            panicked,
-        };
+        let times = |runs, panicked| self.times(env, scheduled, runs, panicked);
         if let Ok(Step::Skip(why)) = outcome {
             // The closure declined the run (its cluster lock is held elsewhere or
-            // unreachable): not counted as a run; the rule goes on from now.
+            // unreachable, or its job is paused): the rule goes on from now.
             if then_cancel {
                 return ControlFlow::Break(AfterRun::Cancelled);
             }
-            let last = match why {
-                Declined::LockHeld => LastRun::LockHeld,
-                Declined::LockFailed => LastRun::LockFailed,
-                Declined::Paused(pause) => {
-                    report.paused = true; // counted as a paused run
-                    self.ledger.set_pause(Some(pause));
-                    LastRun::Paused
-                }
-            };
-            if last != LastRun::Paused {
-                self.ledger.set_pause(None); // the store answered, and not "paused"
-            }
-            self.ledger.set_last(last);
+            self.declined(why, report);
             return ControlFlow::Continue(times(self.ledger.runs(), false));
         }
         self.ledger.set_pause(None);
@@ -347,6 +325,41 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             return ControlFlow::Break(AfterRun::Requeue(next));
         }
         ControlFlow::Continue(times(runs, panicked))
+    }
+
+    /// What the schedule's rule is told of a run scheduled at `scheduled`, started at the
+    /// worker's `now`; the finish time is read only for a rule that needs it.
+    fn times(&self, env: &RunEnv<'_>, scheduled: Ticks, runs: u64, panicked: bool) -> RunTimes {
+        RunTimes {
+            scheduled,
+            started: env.now,
+            finished: if self.schedule.needs_finish_time() {
+                env.clock.now()
+            } else {
+                env.now
+            },
+            runs,
+            panicked,
+        }
+    }
+
+    /// A run the closure declined ([`Step::Skip`]): not counted as a run; the ledger keeps
+    /// why, and the job's pause while its store reports one.
+    fn declined(&self, why: Declined, report: &mut RunReport) {
+        let last = match why {
+            Declined::LockHeld => LastRun::LockHeld,
+            Declined::LockFailed => LastRun::LockFailed,
+            Declined::Paused(pause) => {
+                report.paused = true; // counted as a paused run
+                self.ledger.set_pause(Some(pause));
+                LastRun::Paused
+            }
+        };
+        if last != LastRun::Paused {
+            // The store answered "held" (not paused), or could not be asked: no pause known.
+            self.ledger.set_pause(None);
+        }
+        self.ledger.set_last(last);
     }
 
     /// The end of a run that continues: RUNNING -> SCHEDULED with the next deadline, or,

@@ -179,63 +179,78 @@ fn run(shared: &Shared, session: &mut Option<Session>, op: &Op) -> Result<Answer
             let row = s.client.query_opt(&s.holder, &[name]).map_err(store)?;
             Answer::Holder(row.map(|r| r.get::<_, String>(0)))
         }
-        Op::Pause { name, by, until } => {
-            let p = pauses(shared);
-            s.client
-                .execute(
-                    &format!(
-                        "INSERT INTO {p} (name, paused_by, paused_at, paused_until) \
-                         VALUES ($1, $2, now(), $3) \
-                         ON CONFLICT (name) DO UPDATE SET paused_by = EXCLUDED.paused_by, \
-                         paused_at = EXCLUDED.paused_at, paused_until = EXCLUDED.paused_until"
-                    ),
-                    &[name, by, until],
-                )
-                .map_err(|e| missing_pauses(e, shared))?;
-            Answer::Ready
-        }
-        Op::Resume { name } => {
-            let p = pauses(shared);
-            let row = s
-                .client
-                .query_opt(
-                    &format!(
-                        "DELETE FROM {p} WHERE name = $1 \
-                         RETURNING paused_until IS NULL OR paused_until > now()"
-                    ),
-                    &[name],
-                )
-                .map_err(|e| missing_pauses(e, shared))?;
-            Answer::Released(row.is_some_and(|r| r.get::<_, bool>(0)))
-        }
-        Op::Paused { name } => {
-            if s.paused.is_none() {
-                // Prepared once the table exists (another node, or an operator, may
-                // have created it since this connection was made).
-                s.paused = prepare_paused(&mut s.client, shared).ok();
-            }
-            match &s.paused {
-                None => Answer::Pause(None), // no table of pauses: nothing was paused
-                Some(stmt) => match s.client.query_opt(stmt, &[name]) {
-                    Ok(row) => Answer::Pause(row.map(|r| {
-                        crate::cluster::Pause::new(
-                            r.get::<_, String>(0),
-                            r.get::<_, SystemTime>(1),
-                            r.get::<_, Option<SystemTime>>(2),
-                        )
-                    })),
-                    // A role not granted the table of pauses (a deployment from before
-                    // it) cannot see one: its jobs run as before, rather than fail.
-                    Err(e) if pauses_unreadable(&e) => Answer::Pause(None),
-                    Err(e) => return Err(store(e)),
-                },
-            }
-        }
+        Op::Pause { name, by, until } => pause(shared, s, name, by, until)?,
+        Op::Resume { name } => resume(shared, s, name)?,
+        Op::Paused { name } => paused(shared, s, name)?,
         Op::Check => {
             s.client.simple_query("SELECT 1").map_err(store)?;
             Answer::Ready
         }
     })
+}
+
+/// Pauses job `name` on every node (`ClusterLock::pause`): one row, replaced if there.
+fn pause(
+    shared: &Shared,
+    s: &mut Session,
+    name: &str,
+    by: &str,
+    until: &Option<SystemTime>,
+) -> Result<Answer, LockError> {
+    let p = pauses(shared);
+    s.client
+        .execute(
+            &format!(
+                "INSERT INTO {p} (name, paused_by, paused_at, paused_until) \
+                 VALUES ($1, $2, now(), $3) \
+                 ON CONFLICT (name) DO UPDATE SET paused_by = EXCLUDED.paused_by, \
+                 paused_at = EXCLUDED.paused_at, paused_until = EXCLUDED.paused_until"
+            ),
+            &[&name, &by, until],
+        )
+        .map_err(|e| missing_pauses(e, shared))?;
+    Ok(Answer::Ready)
+}
+
+/// Resumes job `name` (`ClusterLock::resume`): whether a pause in force was lifted.
+fn resume(shared: &Shared, s: &mut Session, name: &str) -> Result<Answer, LockError> {
+    let p = pauses(shared);
+    let row = s
+        .client
+        .query_opt(
+            &format!(
+                "DELETE FROM {p} WHERE name = $1 \
+                 RETURNING paused_until IS NULL OR paused_until > now()"
+            ),
+            &[&name],
+        )
+        .map_err(|e| missing_pauses(e, shared))?;
+    Ok(Answer::Released(row.is_some_and(|r| r.get::<_, bool>(0))))
+}
+
+/// Job `name`'s pause in force now, if any (`ClusterLock::paused`).
+fn paused(shared: &Shared, s: &mut Session, name: &str) -> Result<Answer, LockError> {
+    if s.paused.is_none() {
+        // Prepared once the table exists (another node, or an operator, may have created
+        // it since this connection was made).
+        s.paused = prepare_paused(&mut s.client, shared).ok();
+    }
+    let Some(stmt) = &s.paused else {
+        return Ok(Answer::Pause(None)); // no table of pauses: nothing was paused
+    };
+    match s.client.query_opt(stmt, &[&name]) {
+        Ok(row) => Ok(Answer::Pause(row.map(|r| {
+            crate::cluster::Pause::new(
+                r.get::<_, String>(0),
+                r.get::<_, SystemTime>(1),
+                r.get::<_, Option<SystemTime>>(2),
+            )
+        }))),
+        // A role not granted the table of pauses (a deployment from before it) cannot see
+        // one: its jobs run as before, rather than fail.
+        Err(e) if pauses_unreadable(&e) => Ok(Answer::Pause(None)),
+        Err(e) => Err(LockError::Store(Box::new(e))),
+    }
 }
 
 /// The table of paused jobs (`PgLock::pause_schema`).
@@ -279,6 +294,50 @@ fn prepare_paused(client: &mut Client, shared: &Shared) -> Result<Statement, pos
     ))
 }
 
+/// Creates the lock table and the table of pauses where they are missing (`create_table`);
+/// a table that exists is used even where this role may not create one.
+fn create_tables(client: &mut Client, shared: &Shared) -> Result<(), LockError> {
+    let store = |e: postgres::Error| LockError::Store(Box::new(e));
+    let t = &shared.table;
+    // The table of pauses beside it, where this role may create it (else pausing
+    // needs it made once by one that may: `missing_pauses`).
+    let _ = client.batch_execute(&PgLock::pause_schema(t));
+    if let Err(e) = client.batch_execute(&PgLock::schema(t)) {
+        // Two nodes creating the table at once: one of them gets a duplicate error
+        // from the catalog, and the table exists.
+        let raced = e.code().is_some_and(|c| {
+            *c == postgres::error::SqlState::UNIQUE_VIOLATION
+                || *c == postgres::error::SqlState::DUPLICATE_TABLE
+                || *c == postgres::error::SqlState::DUPLICATE_OBJECT
+        });
+        // A role without CREATE on the schema (ordinary roles on `public` since
+        // PostgreSQL 15) is refused even when the table exists: then it is used.
+        let denied = e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
+        if denied {
+            let exists: bool = client
+                .query_one("SELECT to_regclass($1) IS NOT NULL", &[t])
+                .map_err(store)?
+                .get(0);
+            if !exists {
+                let why = e
+                    .as_db_error()
+                    .map_or_else(|| e.to_string(), |d| d.message().to_owned());
+                return Err(LockError::Store(
+                    format!(
+                        "{why}: the table {t} does not exist and this role may not create \
+                         it; create it once as a role that may (PgLock::schema gives the \
+                         statement) and grant this one SELECT, INSERT and UPDATE on it"
+                    )
+                    .into(),
+                ));
+            }
+        } else if !raced {
+            return Err(store(e));
+        }
+    }
+    Ok(())
+}
+
 /// A new connection: its statement timeout, the table if configured, the statements.
 fn connect(shared: &Shared) -> Result<Session, LockError> {
     let store = |e: postgres::Error| LockError::Store(Box::new(e));
@@ -303,45 +362,10 @@ fn connect(shared: &Shared) -> Result<Session, LockError> {
              SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
         ))
         .map_err(store)?;
-    let t = &shared.table;
     if shared.create_table {
-        // The table of pauses beside it, where this role may create it (else pausing
-        // needs it made once by one that may: `missing_pauses`).
-        let _ = client.batch_execute(&PgLock::pause_schema(t));
-        if let Err(e) = client.batch_execute(&PgLock::schema(t)) {
-            // Two nodes creating the table at once: one of them gets a duplicate error
-            // from the catalog, and the table exists.
-            let raced = e.code().is_some_and(|c| {
-                *c == postgres::error::SqlState::UNIQUE_VIOLATION
-                    || *c == postgres::error::SqlState::DUPLICATE_TABLE
-                    || *c == postgres::error::SqlState::DUPLICATE_OBJECT
-            });
-            // A role without CREATE on the schema (ordinary roles on `public` since
-            // PostgreSQL 15) is refused even when the table exists: then it is used.
-            let denied = e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
-            if denied {
-                let exists: bool = client
-                    .query_one("SELECT to_regclass($1) IS NOT NULL", &[t])
-                    .map_err(store)?
-                    .get(0);
-                if !exists {
-                    let why = e
-                        .as_db_error()
-                        .map_or_else(|| e.to_string(), |d| d.message().to_owned());
-                    return Err(LockError::Store(
-                        format!(
-                            "{why}: the table {t} does not exist and this role may not create \
-                             it; create it once as a role that may (PgLock::schema gives the \
-                             statement) and grant this one SELECT, INSERT and UPDATE on it"
-                        )
-                        .into(),
-                    ));
-                }
-            } else if !raced {
-                return Err(store(e));
-            }
-        }
+        create_tables(&mut client, shared)?;
     }
+    let t = &shared.table;
     let acquire = client
         .prepare(&format!(
             "INSERT INTO {t} AS l (name, lock_until, locked_at, locked_by, token) \
