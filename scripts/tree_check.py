@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tree keeps its design: the three checks `.ci/run` runs on `src/`.
+"""The tree keeps its design: the checks `.ci/run` runs on `src/` and `docs/DESIGN.md`.
 
 1. No import circle: the file-level arrows (`use crate::…`, `use super::…`, `use
    self::…`, a child module named in a `use`, and `crate::…` / `super::…` paths in code,
@@ -13,13 +13,20 @@
 4. Every file of `src/` is named in `docs/DESIGN.md`'s module map.
 5. No function over 80 lines outside tests (from its `fn` line to its closing brace): a
    longer one is split by decision, as the worker's run and the waiters' wait are.
+6. No `crate::Name` outside `lib.rs` and tests for a name `lib.rs` re-exports (`pub use`):
+   the crate's own code names an item by its home module (`crate::future::CancelHandle`),
+   so its arrows are the real ones (rule 1 sees `crate::Name` as an arrow to `lib.rs`).
+7. A module map row names exactly the invariant IDs its file states (`; H1, H2` or
+   `CR1-CR4`); an ID stated elsewhere is named with its file, inside parentheses
+   (`(E1, E2 of mod.rs)`), and is not counted.
 
 Usage: python3 scripts/tree_check.py [ROOT]: prints what it finds; exits 1 if anything.
        python3 scripts/tree_check.py --self-test [ROOT]: plants one change per check in a
        copy of the tree (an import from queue/ into pool/, a circle between two files of
        queue/, a file of 700 more lines, an invariant bullet removed, an ID stated in a
-       second file, a file the map does not name, a function of 80 more lines) and exits 1
-       unless each is reported.
+       second file, a file the map does not name, a function of 80 more lines, a flat
+       path, an ID a map row leaves out, an ID a map row names that its file does not
+       state) and exits 1 unless each is reported.
 Standard library only.
 """
 
@@ -302,6 +309,40 @@ def check_functions(src, mods):
     return found
 
 
+def reexports(src):
+    """The names `lib.rs` re-exports with `pub use`."""
+    lib = code_lines(open(os.path.join(src, "lib.rs"), encoding="utf-8").read())
+    names = set()
+    for m in re.finditer(r"^pub use ([^;]+);", lib, re.M):
+        for segs in expand(m.group(1)):
+            names.add(segs[-1])
+    return names
+
+
+def check_flat_paths(src, mods):
+    """Rule 6: `crate::Name` (a path or a `use`) for a re-exported `Name`, outside lib.rs."""
+    names = reexports(src)
+    found = []
+    for rel in sorted(mods.values()):
+        if rel == "lib.rs" or TEST_FILE.search(rel):
+            continue
+        text = code_lines(open(os.path.join(src, rel), encoding="utf-8").read())
+        hits = set()
+        for m in re.finditer(r"\buse\s+([^;]+);", text):
+            for segs in expand(m.group(1)):
+                if len(segs) == 2 and segs[0] == "crate" and segs[1] in names:
+                    hits.add(segs[1])
+        for m in re.finditer(r"(?<![\w:])crate::([A-Z]\w*)", text):
+            if m.group(1) in names:
+                hits.add(m.group(1))
+        for name in sorted(hits):
+            found.append(
+                f"FLAT PATH: src/{rel} names crate::{name}, a re-export of lib.rs "
+                "(name it by its home module)"
+            )
+    return found
+
+
 def check_invariants(root, src, mods):
     design = open(os.path.join(root, "docs/DESIGN.md"), encoding="utf-8").read()
     start = design.index("## Invariants (index)")
@@ -316,14 +357,9 @@ def check_invariants(root, src, mods):
             found.append(f"ONE ID, TWO ROWS in docs/DESIGN.md: {tok} ({seen[tok]}, {f})")
         seen[tok] = f
     stated = {}
-    for rel in mods.values():
-        if TEST_FILE.search(rel):
-            continue
-        notes = "\n".join(
-            l.strip()[3:] for l in open(os.path.join(src, rel), encoding="utf-8") if l.strip().startswith("//!")
-        )
-        for m in re.finditer(r"^\s*- ([A-Z]{1,3}\d+)\b(?: \([^)]*\))?:?", notes, re.M):
-            stated.setdefault(m.group(1), set()).add(rel)
+    for rel, ids in stated_ids(src, mods).items():
+        for ident in ids:
+            stated.setdefault(ident, set()).add(rel)
     for tok, f in rows:
         p, a, b = re.match(r"([A-Z]+)(\d+)(?:[–-][A-Z]*(\d+))?$", tok).groups()
         for i in range(int(a), int(b or a) + 1):
@@ -333,8 +369,6 @@ def check_invariants(root, src, mods):
     for ident, files in sorted(stated.items()):
         if len(files) > 1:
             found.append(f"ONE ID, {len(files)} FILES: {ident}: " + ", ".join(sorted("src/" + f for f in files)))
-        if ident not in {f"{re.match(r'[A-Z]+', t).group()}{n}" for t, _ in rows for n in range(1, 100)}:
-            pass
     listed = set()
     for tok, _ in rows:
         p, a, b = re.match(r"([A-Z]+)(\d+)(?:[–-][A-Z]*(\d+))?$", tok).groups()
@@ -364,6 +398,78 @@ def check_map(root, mods):
     return found
 
 
+def stated_ids(src, mods):
+    """{file: the IDs its `//!` notes state as `- ID`}, outside tests."""
+    stated = {}
+    for rel in mods.values():
+        if TEST_FILE.search(rel):
+            continue
+        notes = "\n".join(
+            l.strip()[3:] for l in open(os.path.join(src, rel), encoding="utf-8") if l.strip().startswith("//!")
+        )
+        for m in re.finditer(r"^\s*- ([A-Z]{1,3}\d+)\b(?: \([^)]*\))?:?", notes, re.M):
+            stated.setdefault(rel, set()).add(m.group(1))
+    return stated
+
+
+def map_rows(root):
+    """The module map's rows: (path under src/, the row's description), for the rows of one
+    file (a folder's row and a row of several test files are left out)."""
+    design = open(os.path.join(root, "docs/DESIGN.md"), encoding="utf-8").read()
+    start = design.index("```text", design.index("## Module map")) + len("```text\n")
+    block = design[start : design.index("```", start)]
+    rows, stack = [], []
+    for line in block.split("\n"):
+        m = re.match(r"^(\s*)(\S+)(.*)$", line)
+        if not m:
+            continue
+        indent, tok = len(m.group(1)), m.group(2)
+        if rows and indent > rows[-1][0] + 6:
+            rows[-1][3].append(m.group(0).strip())  # a description's next line
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        folder = "/".join(f for _, f in stack[1:])  # below `src/`
+        if tok.endswith("/"):
+            stack.append((indent, tok.rstrip("/")))
+        rows.append([indent, folder, tok, [m.group(3).strip()]])
+    out = []
+    for _, folder, tok, desc in rows:
+        if tok.endswith("/") or tok.endswith(","):
+            continue
+        out.append(((folder + "/" if folder else "") + tok, " ".join(desc)))
+    return out
+
+
+def ids_in(text):
+    """The invariant IDs a description names (`E1`, `CR1-CR4`, `I4–I8`), outside
+    parentheses that name a file (`(E1, E2 of mod.rs)`: IDs stated elsewhere)."""
+    text = re.sub(r"\([^()]*\.rs[^()]*\)", "", text)
+    out = set()
+    for m in re.finditer(r"(?<![\w-])([A-Z]{1,3})(\d+)(?:[-–]\1?(\d+))?(?!\w)", text):
+        p, a, b = m.groups()
+        out.update(f"{p}{i}" for i in range(int(a), int(b or a) + 1))
+    return out
+
+
+def check_map_ids(root, src, mods):
+    """Rule 7: a map row's IDs are the IDs its file states."""
+    stated = stated_ids(src, mods)
+    found = []
+    for rel, desc in map_rows(root):
+        if TEST_FILE.search(rel) or rel not in mods.values():
+            continue
+        named, have = ids_in(desc), stated.get(rel, set())
+        if named != have:
+            extra = ", ".join(sorted(named - have)) or "none"
+            missing = ", ".join(sorted(have - named)) or "none"
+            found.append(
+                f"MAP IDS: src/{rel}: docs/DESIGN.md's map row names {extra} that the file "
+                f"does not state, and leaves out {missing} that it does"
+            )
+    return found
+
+
 def check(root):
     src = os.path.join(root, "src")
     mods = modules(src)
@@ -371,6 +477,8 @@ def check(root):
         check_circles(src, mods)
         + check_sizes(src, mods)
         + check_functions(src, mods)
+        + check_flat_paths(src, mods)
+        + check_map_ids(root, src, mods)
         + check_invariants(root, src, mods)
         + check_map(root, mods)
     )
@@ -399,6 +507,21 @@ PLANTS = [
         "src/throttle.rs",
         lambda s: "fn _planted() {\n" + "    let _ = 1;\n" * 80 + "}\n" + s,
         "TOO LONG A FUNCTION: _planted in src/throttle.rs",
+    ),
+    (
+        "src/stats.rs",
+        lambda s: "use crate::ScheduledFuture;\n" + s,
+        "FLAT PATH: src/stats.rs names crate::ScheduledFuture",
+    ),
+    (
+        "docs/DESIGN.md",
+        lambda s: s.replace("the timer precision; P1, P2", "the timer precision; P1", 1),
+        "MAP IDS: src/queue/park.rs: docs/DESIGN.md's map row names none that the file does not state, and leaves out P2",
+    ),
+    (
+        "docs/DESIGN.md",
+        lambda s: s.replace("re-queue (E1, E2 of mod.rs)", "re-queue; E1, E2", 1),
+        "MAP IDS: src/pool/submit.rs: docs/DESIGN.md's map row names E1, E2",
     ),
     (
         "src/queue/sharded.rs",
@@ -454,7 +577,7 @@ def main():
         print(f)
     if not found:
         print(
-            f"tree check: {len(mods)} files, no circle, no file or function too long, "
+            f"tree check: {len(mods)} files, no circle, no file or function too long, no flat path, "
             "every invariant stated once, every file in the map"
         )
     sys.exit(1 if found else 0)

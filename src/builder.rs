@@ -78,7 +78,8 @@ impl Builder {
     }
 
     /// The pool's name, carried as the field `pool` by every log event it emits (and
-    /// returned by [`ScheduledThreadPoolExecutor::name`](crate::ScheduledThreadPoolExecutor::name)).
+    /// returned by
+    /// [`ScheduledThreadPoolExecutor::name`](crate::ScheduledThreadPoolExecutor::name)).
     /// Default: the thread name prefix without its trailing `-` (`schedpool-worker`).
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {

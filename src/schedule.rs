@@ -124,12 +124,12 @@ pub(crate) struct RunTimes {
 
 impl Schedule {
     /// How it schedules ([`TaskInfo::kind`](crate::TaskInfo::kind)).
-    pub(crate) fn kind(&self) -> crate::TaskKind {
+    pub(crate) fn kind(&self) -> crate::stats::TaskKind {
         match self {
-            Schedule::Once => crate::TaskKind::Once,
-            Schedule::FixedRate(..) => crate::TaskKind::FixedRate,
-            Schedule::FixedDelay(_) => crate::TaskKind::FixedDelay,
-            Schedule::Trigger(_) => crate::TaskKind::Trigger,
+            Schedule::Once => crate::stats::TaskKind::Once,
+            Schedule::FixedRate(..) => crate::stats::TaskKind::FixedRate,
+            Schedule::FixedDelay(_) => crate::stats::TaskKind::FixedDelay,
+            Schedule::Trigger(_) => crate::stats::TaskKind::Trigger,
         }
     }
 

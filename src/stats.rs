@@ -12,12 +12,13 @@
 //! `AcqRel` exchange that the termination latch follows).
 //!
 //! Lateness (and, with the `metrics` feature, run time) is kept in a log-linear
-//! histogram ([`Histogram`]): values below 32 ns exactly,
-//! larger ones in 32 sub-buckets per power of two, so a reported percentile (the bucket's
-//! lower bound) is within 1/32 ≈ 3.1 % of the true nearest-rank value. Recording is one
-//! `Relaxed` `fetch_add` and one `fetch_max` on stripe `worker index % STRIPES`, so up to
-//! `STRIPES` workers record without sharing a cache line (beyond that, workers share
-//! stripes); a snapshot merges the stripes. `lateness_max` is exact.
+//! histogram ([`Histogram`]): values below 32 ns exactly, larger ones in 32 sub-buckets
+//! per power of two, so a reported percentile (the bucket's lower bound) is within 1/32 ≈
+//! 3.1 % of the true nearest-rank value. Recording is one `Relaxed` `fetch_add` on stripe
+//! `worker index % STRIPES`, and for lateness one `fetch_max` beside it (the run-time
+//! histogram keeps no maximum: nobody reads one), so up to `STRIPES` workers record
+//! without sharing a cache line (beyond that, workers share stripes); a snapshot merges
+//! the stripes. `lateness_max` is exact.
 //!
 //! The gauges are read where they live: the pool size and the largest size from the
 //! control word (`pool/control.rs`), the queue length under every shard's lock, active
@@ -425,22 +426,57 @@ fn lower_bound(b: usize) -> u64 {
     (1u64 << e) | (sub << (e - SUB_BITS))
 }
 
-struct Stripe {
+/// A histogram's largest value, where one is kept: a [`StatCounter`] (lateness), or `()`
+/// (run time, whose maximum nobody reads: no second write per run).
+pub(crate) trait Maximum: Default {
+    /// Notes value `v`. `Relaxed`: statistics only.
+    fn note(&self, v: u64);
+    /// The largest value noted (0 where none is kept).
+    fn read(&self) -> u64;
+}
+
+impl Maximum for StatCounter {
+    #[inline]
+    fn note(&self, v: u64) {
+        self.fetch_max(v, Ordering::Relaxed);
+    }
+
+    fn read(&self) -> u64 {
+        self.load(Ordering::Relaxed)
+    }
+}
+
+impl Maximum for () {
+    #[inline]
+    fn note(&self, _: u64) {}
+
+    fn read(&self) -> u64 {
+        0
+    }
+}
+
+/// One stripe of a [`Histogram`]: its buckets and, where kept, its maximum.
+struct HistStripe<M> {
     buckets: Box<[StatCounter]>,
-    max: StatCounter,
+    max: M,
 }
 
-/// A log-linear histogram of nanoseconds: lateness, run time (see the module notes).
-pub(crate) struct Histogram {
-    stripes: Box<[CachePadded<Stripe>]>,
+/// A log-linear histogram of nanoseconds (see the module notes): lateness, with its
+/// maximum, and with the `metrics` feature run time, without one ([`RunTimeHistogram`]).
+pub(crate) struct Histogram<M = StatCounter> {
+    stripes: Box<[CachePadded<HistStripe<M>>]>,
 }
 
-impl Histogram {
+/// The run-time histogram: counts only.
+#[cfg(feature = "metrics")]
+pub(crate) type RunTimeHistogram = Histogram<()>;
+
+impl<M: Maximum> Histogram<M> {
     pub(crate) fn new() -> Self {
         let stripe = || {
-            CachePadded::new(Stripe {
+            CachePadded::new(HistStripe {
                 buckets: (0..BUCKETS).map(|_| StatCounter::new(0)).collect(),
-                max: StatCounter::new(0),
+                max: M::default(),
             })
         };
         Histogram {
@@ -448,24 +484,17 @@ impl Histogram {
         }
     }
 
-    /// Records one run's lateness in nanoseconds. `Relaxed`: statistics only.
+    /// Records one value in nanoseconds (a run's lateness or duration) on worker
+    /// `worker`'s stripe. `Relaxed`: statistics only.
     #[inline]
     pub(crate) fn record(&self, worker: usize, nanos: u64) {
         let stripe = &self.stripes[worker % STRIPES];
         stripe.buckets[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
-        stripe.max.fetch_max(nanos, Ordering::Relaxed);
+        stripe.max.note(nanos);
     }
 
-    /// Records one value without the maximum (the run-time histogram, whose maximum no one
-    /// reads): one `Relaxed` add. `Relaxed`: statistics only.
-    #[cfg(feature = "metrics")]
-    #[inline]
-    pub(crate) fn count(&self, worker: usize, nanos: u64) {
-        self.stripes[worker % STRIPES].buckets[bucket_of(nanos)].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Every bucket's count, the stripes merged, and the largest value (`Relaxed` reads:
-    /// a snapshot, not one instant).
+    /// Every bucket's count, the stripes merged, and the largest value (0 where none is
+    /// kept). `Relaxed` reads: a snapshot, not one instant.
     pub(crate) fn merged(&self) -> (Vec<u64>, u64) {
         let mut merged = vec![0u64; BUCKETS];
         let mut max = 0;
@@ -473,11 +502,13 @@ impl Histogram {
             for (m, b) in merged.iter_mut().zip(stripe.buckets.iter()) {
                 *m += b.load(Ordering::Relaxed);
             }
-            max = max.max(stripe.max.load(Ordering::Relaxed));
+            max = max.max(stripe.max.read());
         }
         (merged, max)
     }
+}
 
+impl Histogram {
     /// (p50, p99, max), nearest rank; zeros before the first run.
     pub(crate) fn summary(&self) -> (Duration, Duration, Duration) {
         let (merged, max) = self.merged();
@@ -500,7 +531,7 @@ impl Histogram {
     }
 }
 
-impl std::fmt::Debug for Histogram {
+impl<M> std::fmt::Debug for Histogram<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Histogram").finish_non_exhaustive()
     }
@@ -534,7 +565,7 @@ pub(crate) struct Share {
 impl Handed {
     /// The new counts of `h` since the last call, a share per bucket; the counts handed
     /// over advance with them.
-    pub(crate) fn delta(&mut self, h: &Histogram) -> Vec<Share> {
+    pub(crate) fn delta<M: Maximum>(&mut self, h: &Histogram<M>) -> Vec<Share> {
         let (now, _) = h.merged();
         self.0.resize(now.len(), 0);
         let mut out = Vec::new();

@@ -6,13 +6,21 @@
 //! task protocols can be model-checked without touching their code. Every protocol takes
 //! its primitives from here (the `Ordering` enum, which loom shares with `std`, is
 //! re-exported too). The deliberate exceptions stay out of the models because no protocol
-//! depends on them, and each says so where it is: `std`'s atomics in statics (thread and
-//! queue numbering: `unique_id` here, `local_number` in `queue/sharded.rs`) and in the
-//! log rate limits (`throttle.rs`); the `parking_lot` mutex that only makes a panic
-//! payload `Sync` (`error.rs`); `std`'s `Arc` and `mpsc` in `cluster/`, whose stores are
-//! tested against real servers and modelled in `cluster/loom.rs` through `LocalLock`;
-//! `std`'s thread park in `runtime.rs`'s `ParkingRuntime`, a user's runtime that polls a
-//! job's future, not a protocol of the crate.
+//! depends on them, and each says so where it is:
+//! - `std`'s atomics in statics: thread and queue numbering (`unique_id` here,
+//!   `local_number` in `queue/sharded.rs`), the task numbers' blocks (`task/header.rs`),
+//!   and the log rate limits (`throttle.rs`);
+//! - reference counts: `Arc` (below) and a task's own count (`task/raw/`);
+//! - the `parking_lot` mutex that only makes a panic payload `Sync` (`error.rs`);
+//! - `std`'s `Arc` and `mpsc` in `cluster/`, whose stores are tested against real servers
+//!   and modelled in `cluster/loom.rs` through `LocalLock`;
+//! - `std`'s scoped thread that keeps a cluster lease alive during a run
+//!   (`body/exclusive.rs`): it only extends the lease, which `cluster/loom.rs` models as
+//!   a plain `extend` from another thread (LK5);
+//! - `std`'s thread park in `runtime.rs`'s `ParkingRuntime`, a user's runtime that polls
+//!   a job's future, not a protocol of the crate;
+//! - `std`'s mutex of the timing probes (`probe.rs`), built only with
+//!   `--cfg schedpool_probe`, never under loom.
 //!
 //! The API is parking_lot's shape: `lock()` returns a guard, `Condvar::wait` takes
 //! `&mut guard`. `wait_until` returns `true` when it timed out. loom has no clock: its timed

@@ -8,9 +8,9 @@
 //! `suppressed` ones before it. What is still counted when the pool shuts down or
 //! terminates is written then, in a line of the same message whose `occurrences` are all
 //! suppressed ones ([`flush`](Throttle::flush)), so the `occurrences` of a pool's lines add
-//! up to its counter; [`Sampled`] keeps the fields of the latest suppressed occurrence
-//! for that line, which then reads like the others. An occurrence after a quiet second is written at once, with the
-//! count of the burst before it.
+//! up to its counter; [`Sampled`] keeps the fields of the latest suppressed occurrence for
+//! that line, which then reads like the others. An occurrence after a quiet second is
+//! written at once, with the count of the burst before it.
 //!
 //! # Ordering
 //! Both words are `Relaxed` and `std`'s in every build: a rate limit publishes no data, and

@@ -71,8 +71,8 @@ pub trait Trigger: Send + 'static {
     /// where it maps instants to dates, so that it follows the executor's clock, real
     /// or a [`ManualClock`](crate::ManualClock)'s. The default ignores it.
     ///
-    /// The clones of one [`Periodic`](crate::Periodic) share their trigger, so a spec scheduled on two
-    /// executors follows the clock of the last one.
+    /// The clones of one [`Periodic`](crate::Periodic) share their trigger, so a spec
+    /// scheduled on two executors follows the clock of the last one.
     fn use_clock(&mut self, clock: &WallClock) {
         let _ = clock;
     }

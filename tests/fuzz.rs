@@ -11,6 +11,10 @@
 //! ```sh
 //! FUZZ_SECS=300 cargo test --release --features postgres-tls --test fuzz -- --ignored
 //! ```
+//!
+//! Built with the `cron` feature (the default): most properties and the long run are cron's.
+
+#![cfg(feature = "cron")]
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -136,10 +136,10 @@ impl TaskContext<'_> {
     /// with fewer threads than sleeping tasks runs nothing else: keep long waits between
     /// runs in the schedule, and use this for a back-off inside one run.
     ///
-    /// A sleeping task is a running one: [`wait_idle`](crate::ScheduledThreadPoolExecutor::wait_idle)
-    /// waits for it, and `shutdown`, `shutdown_graceful` and `close` let the sleep end
-    /// by itself (they do not ask running tasks to stop); only the stops above cut it
-    /// short.
+    /// A sleeping task is a running one:
+    /// [`wait_idle`](crate::ScheduledThreadPoolExecutor::wait_idle) waits for it, and
+    /// `shutdown`, `shutdown_graceful` and `close` let the sleep end by itself (they do not
+    /// ask running tasks to stop); only the stops above cut it short.
     ///
     /// ```
     /// use schedpool::ScheduledThreadPoolExecutor;
@@ -188,7 +188,7 @@ impl TaskContext<'_> {
     pub fn cancel_handle(&self) -> CancelHandle {
         let job = self.cx.env.job.expect("a pool's task knows itself");
         let pool = self.pool().expect("a pool's task knows its pool");
-        pool.cancel_handle(job)
+        CancelHandle::new(job.clone(), pool.handle_host())
     }
 
     /// The pool that runs the task (`RunEnv::pool`).

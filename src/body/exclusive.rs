@@ -166,6 +166,8 @@ fn kept_alive<T>(
         let weak: Weak<dyn AdvanceListener> = Arc::downgrade(&keeper) as Weak<Keeper>;
         ledger.clock.register(weak);
     }
+    // `std`'s scoped thread (`sync.rs` lists it): the keeper only extends the lease, which
+    // `cluster/loom.rs` models as a plain `extend` from another thread (LK5).
     std::thread::scope(|scope| {
         // Dropped at the end of this closure, also while `f`'s panic unwinds, and so
         // before the scope joins the keeper.

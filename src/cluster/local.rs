@@ -9,8 +9,8 @@ use std::time::{Duration, SystemTime};
 use crate::sync::Mutex;
 
 use super::{ClusterLock, Lease, LockError, Pause};
+use crate::clock::ManualClock;
 use crate::clock::{self, Clock, Ticks, WallClock};
-use crate::ManualClock;
 
 /// One lock's record.
 #[derive(Clone, Copy, Debug)]

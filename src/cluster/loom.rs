@@ -1,9 +1,9 @@
-//! loom models of the in-process lease store (`cluster/local.rs`): LK1 (one valid lease
-//! per name), LK2 (a late release leaves the next holder alone), LK5 (a late extension
-//! revives nothing), two nodes catching up after downtime (the job runs once), and a
-//! catch-up run's release beside the next tick's acquisition (`body/exclusive.rs`: the
-//! catch-up's lease leaves the tick its lock), under every interleaving of two threads. The deliberate breaks that make them fail are listed in
-//! `docs/RELIABILITY.md`.
+//! loom models of the in-process lease store (`cluster/local.rs`): LK1 (one valid lease per
+//! name), LK2 (a late release leaves the next holder alone), LK5 (a late extension revives
+//! nothing), two nodes catching up after downtime (the job runs once), and a catch-up run's
+//! release beside the next tick's acquisition (`body/exclusive.rs`: the catch-up's lease
+//! leaves the tick its lock), under every interleaving of two threads. The deliberate
+//! breaks that make them fail are listed in `docs/RELIABILITY.md`.
 
 use std::time::Duration;
 

@@ -154,9 +154,9 @@ impl ScheduledThreadPoolExecutor {
     /// assert!(pool.scheduled_tasks()[0].paused);
     /// pool.close();
     /// ```
-    pub fn task(&self, id: u64) -> Option<crate::CancelHandle> {
+    pub fn task(&self, id: u64) -> Option<crate::future::CancelHandle> {
         let job = self.shared.find_task(id)?;
-        Some(crate::CancelHandle::new(
+        Some(crate::future::CancelHandle::new(
             job,
             crate::pool::Stripe::new(self.shared.clone()),
         ))

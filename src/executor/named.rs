@@ -28,10 +28,10 @@ impl ScheduledThreadPoolExecutor {
 
     /// A way to submit one-shots under `name`, which their `task` spans, panic logs and
     /// [`scheduled_tasks`](Self::scheduled_tasks) then show (a periodic task is named by
-    /// [`Periodic::name`](crate::Periodic::name)). The name is shared by every task submitted through the
-    /// returned [`Named`], so naming costs a reference count per task, and nothing for
-    /// tasks submitted without a name. The `Named` holds a handle to the pool, like a clone
-    /// of this one, so it can be stored and moved.
+    /// [`Periodic::name`](crate::Periodic::name)). The name is shared by every task
+    /// submitted through the returned [`Named`], so naming costs a reference count per
+    /// task, and nothing for tasks submitted without a name. The `Named` holds a handle to
+    /// the pool, like a clone of this one, so it can be stored and moved.
     ///
     /// A name may carry an id (`format!("email-{user}")`): it reaches the logs and the
     /// task list, not the metrics' labels. With feature `metrics`, the one-shots of a

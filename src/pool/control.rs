@@ -5,7 +5,7 @@
 //! The word is not guarded by a queue lock: readers (`is_shutdown`, `stats`, `Debug`,
 //! the thread-exit path) load it without taking any lock, and every change is one
 //! compare-exchange that computes the next [`Snapshot`] from the current one, so two
-//! fields that must change together (a worker slot and its thread; the run state and the
+//! fields that must change together (a worker reservation and its thread; the run state and the
 //! shutdown caller's finisher slot) do. What the queue decides (is it empty? may this
 //! task be accepted?) is decided by reading the word inside a shard's critical section, or
 //! under every shard's lock;
@@ -15,7 +15,7 @@
 //!
 //! ```text
 //!   bits 0..2    run state: 0 Running, 1 Shutdown, 2 Stop (never decreases)
-//!   bits 2..32   workers: reserved worker slots (a worker takes tasks while it has one)
+//!   bits 2..32   workers: worker reservations (a worker takes tasks while it holds one)
 //!   bits 32..62  threads: parties still doing the pool's work: worker threads until their
 //!                stop hook has run, and a shutdown call completing the futures of the
 //!                tasks it removed
@@ -78,7 +78,7 @@ impl Snapshot {
         self.0 & STATE_MASK == 0
     }
 
-    /// Reserved worker slots.
+    /// Worker reservations.
     #[inline]
     pub(crate) fn workers(self) -> usize {
         ((self.0 >> WORKER_SHIFT) & COUNT_MASK) as usize
@@ -188,7 +188,7 @@ impl Control {
         }
     }
 
-    /// Reserves a worker slot and its thread if `allow` says so for the current value;
+    /// Reserves a worker and its thread if `allow` says so for the current value;
     /// returns the new worker's index (E1, E5).
     #[must_use]
     pub(crate) fn reserve_if(&self, mut allow: impl FnMut(Snapshot) -> bool) -> Option<usize> {
@@ -213,7 +213,7 @@ impl Control {
         self.reserve_if(|c| c.is_running() && c.workers() < core.max(1))
     }
 
-    /// Gives back a worker slot if `allow` says so for the current value; `true` if it did.
+    /// Gives back a worker reservation if `allow` says so for the current value; `true` if it did.
     /// The worker keeps its thread until [`thread_exit`](Self::thread_exit).
     #[must_use]
     pub(crate) fn release_worker_if(&self, mut allow: impl FnMut(Snapshot) -> bool) -> bool {
@@ -234,7 +234,7 @@ impl Control {
         self.latch_if_terminal(old, new)
     }
 
-    /// A thread is leaving: gives back its thread (and its slot unless `released`), and in
+    /// A thread is leaving: gives back its thread (and its reservation unless `released`), and in
     /// the same exchange reserves a replacement if `replace` says so for the value after
     /// the exit (E1 after an abnormal death). Latches termination if this exit made the
     /// pool terminal.

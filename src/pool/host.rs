@@ -10,7 +10,6 @@ use super::control::RunState;
 use super::shutdown::wake_if_drained;
 use super::{Pool, Stripe};
 use crate::clock::{Clock, Ticks};
-use crate::future::CancelHandle;
 use crate::schedule::Schedule;
 use crate::sync::Arc;
 use crate::task::sleepers::Sleepers;
@@ -244,8 +243,8 @@ impl<P: AsPool> Host for P {
         &self.pool().sleepers
     }
 
-    fn cancel_handle(&self, job: &TaskRef) -> CancelHandle {
-        CancelHandle::new(job.clone(), Stripe::new(Arc::clone(self.pool())))
+    fn handle_host(&self) -> Arc<dyn Host> {
+        Stripe::new(Arc::clone(self.pool()))
     }
 
     #[inline]

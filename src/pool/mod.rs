@@ -1,21 +1,29 @@
 //! The machinery behind [`ScheduledThreadPoolExecutor`](crate::ScheduledThreadPoolExecutor):
 //! `Pool` (`shared.rs`: its fields and reads), split by protocol into submission
 //! (`submit.rs`: E1, E2), the task handles' requests (`host.rs`), shutdown (`shutdown.rs`:
-//! E3–E5), the worker lifecycle (`worker.rs`), the control state (`control.rs`) and the
-//! snapshots (`introspect.rs`); the queue's node is `entry.rs`.
+//! E3–E5), the worker lifecycle (`worker.rs`: WK1–WK2), the control state (`control.rs`),
+//! the workers' runs in progress (`running.rs`: RN1–RN2), the snapshots (`introspect.rs`)
+//! and, with the `metrics` feature, the publications (`publish.rs`: MX1–MX2); the queue's
+//! node is `entry.rs`.
 //!
 //! # Design
-//! Three pieces of state, each with its own guard:
+//! Five pieces of state, each with its own guard:
 //!
-//! - the **control word** (`control.rs`): run state, reserved worker slots and threads
+//! - the **control word** (`control.rs`): run state, worker reservations and threads
 //!   still working, one packed atomic like Java's `ctl`, plus the termination latch. Read
 //!   without a lock by `is_shutdown`, `stats`, the thread-exit path and `Debug`;
 //! - the **queue** (`queue/sharded.rs`): one shard per CPU, each a heap and a ready lane
 //!   under its own lock, with [`Tally`] beside it; a coordinator lock for the waiting
 //!   workers; `active` (takes not yet finished) counted by the queue in the critical
 //!   section of the take;
+//! - the **runs in progress** (`running.rs`): one mutex per worker's run slot, filled in
+//!   the popping shard's critical section, and a registry mutex over the slots. Lock
+//!   order: a shard's lock before a slot's (RN1);
+//! - the **sleepers** (`task/sleepers.rs`): the runs asleep in `TaskContext::sleep` or
+//!   awaiting in an async body, under their own lock, never taken with a shard's (S1, S2);
 //! - settings (`core_pool_size`, the policy flags, the core-size `epoch`) in their own
-//!   atomics.
+//!   atomics; with the `metrics` feature, the counts already handed to the recorder under
+//!   `Pool::published`'s lock (MX2).
 //!
 //! A thread submits into its own shard; a task keeps that shard (its *home*) for life, and
 //! its cancel, reschedule and re-queue lock only it. So the common operations take one
@@ -39,17 +47,17 @@
 //! ```
 //!
 //! # Invariants
-//! - E1 (reserve-then-publish): a queued task always has a reserved worker slot. A
-//!   submission reads the word, reserves a slot if fewer than the core size are reserved
-//!   (one when the core size is 0), and pushes, all in the critical section of the
-//!   submitting thread's shard (`Pool::publish`). A worker gives its slot up only while
-//!   it holds every shard's lock: when the queue is drained after shutdown, or as a
-//!   timed-out surplus worker by an exchange that requires it still to be surplus and
-//!   another slot to remain or the queue to be empty (`Pool::release_if_surplus`). So a
-//!   submission either sees the smaller count (and reserves) or is seen by the worker
+//! - E1 (reserve-then-publish): a queued task always has a worker reservation. A
+//!   submission reads the word, reserves a worker if fewer than the core size are
+//!   reserved (one when the core size is 0), and pushes, all in the critical section of
+//!   the submitting thread's shard (`Pool::publish`). A worker gives its reservation up
+//!   only while it holds every shard's lock: when the queue is drained after shutdown, or
+//!   as a timed-out surplus worker by an exchange that requires it still to be surplus and
+//!   another reservation to remain or the queue to be empty (`Pool::release_if_surplus`).
+//!   So a submission either sees the smaller count (and reserves) or is seen by the worker
 //!   (which stays). A thread that dies abnormally reserves its replacement in the exchange
 //!   that releases it. The one exception: a worker thread that could not be started
-//!   gives its slot back with no lock held (`Pool::start_worker`, `Control::unreserve`);
+//!   gives its reservation back with no lock held (`Pool::start_worker`, `Control::unreserve`);
 //!   the task it was reserved for then has no worker until `unqueue_if_workerless` takes
 //!   it back out of the queue and fails its submission (`pool/submit.rs`).
 //! - E2: a task is accepted only while running. `shutdown` and `shutdown_now` change the
@@ -63,8 +71,9 @@
 //!   emptying the last two shards at once, one sees both empty: `is_empty_synced`); so
 //!   termination never waits for a deadline that no longer exists.
 //! - E4: the run-after-shutdown flags are written under every shard's lock, so a re-queue
-//!   (under its home shard's) and a policy pass agree on them; `remove_on_cancel` is a setting each cancel reads once
-//!   (no protocol depends on when a change becomes visible).
+//!   (under its home shard's) and a policy pass agree on them; `remove_on_cancel` is a
+//!   setting each cancel reads once (no protocol depends on when a change becomes
+//!   visible).
 //! - E5: `threads >= workers`; termination is latched exactly once, by the exchange that
 //!   makes the pool shut down with no thread working. A `shutdown` (or a policy change
 //!   after it) holds a finisher slot in `threads` while it completes the futures of the
@@ -74,8 +83,9 @@
 //! The control word's orderings are in `control.rs` (`AcqRel` exchanges, `Acquire`
 //! loads). Settings (`core_pool_size`, the policy flags, `epoch`) are `Relaxed`: read as
 //! hints or under a queue lock, which orders what matters (E4; `epoch` is bumped before
-//! `wake_all` takes the coordinator lock a waiting worker holds when it reads it). `handles` is `AcqRel` so the last
-//! handle's drop sees every earlier use. Statistics counters: `stats.rs`.
+//! `wake_all` takes the coordinator lock a waiting worker holds when it reads it).
+//! `handles` is `AcqRel` so the last handle's drop sees every earlier use. Statistics
+//! counters: `stats.rs`.
 
 pub(crate) mod control;
 mod entry;

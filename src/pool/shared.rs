@@ -17,6 +17,8 @@ use super::{Policy, Stripe, Tally};
 use crate::clock::{AdvanceListener, Clock};
 use crate::config::Config;
 use crate::queue::sharded::ShardedQueue;
+#[cfg(feature = "metrics")]
+use crate::stats::RunTimeHistogram;
 use crate::stats::{Counters, Histogram};
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Weak};
 use crate::task::sleepers::Sleepers;
@@ -50,8 +52,8 @@ pub(crate) struct LateStart {
 /// The fields of a "task rejected" warning, kept likewise.
 #[derive(Debug)]
 pub(crate) struct Rejection {
-    pub(crate) reason: crate::ScheduleError,
-    pub(crate) policy: crate::RejectionPolicy,
+    pub(crate) reason: crate::error::ScheduleError,
+    pub(crate) policy: crate::config::RejectionPolicy,
 }
 
 /// The core behind every handle, future and worker.
@@ -82,7 +84,7 @@ pub(crate) struct Pool {
     pub(super) running: Running,
     /// Every run's duration (feature `metrics`; recorded like `lateness`).
     #[cfg(feature = "metrics")]
-    pub(crate) run_time: Histogram,
+    pub(crate) run_time: RunTimeHistogram,
     /// The histogram counts already published (`publish.rs`, MX2).
     #[cfg(feature = "metrics")]
     pub(super) published: crate::sync::Mutex<crate::stats::Published>,

@@ -153,9 +153,9 @@ impl Pool {
     /// Queues a new task, or applies the rejection policy. `now`: the clock reading the
     /// caller computed the task's deadline from, if it made one: the stamp of the task's
     /// sequence number (`queue/sharded.rs`, Q3), and if the deadline is not after it, the
-    /// task is due and may take the ready lane (`queue/lane.rs`). Returns the shard's [`Arc<Stripe>`] for the task's future when
-    /// it was queued and `future` says the caller makes a future (`None` when a policy
-    /// took it, or the pool was being dropped).
+    /// task is due and may take the ready lane (`queue/lane.rs`). Returns the shard's
+    /// [`Arc<Stripe>`] for the task's future when it was queued and `future` says the
+    /// caller makes a future (`None` when a policy took it, or the pool was being dropped).
     #[inline]
     pub(crate) fn submit(
         self: &Arc<Self>,

@@ -2,7 +2,7 @@
 //! when `Pool::next_task` says so. Panic containment and the thread hooks live here.
 //!
 //! # Invariants
-//! - WK1: a worker holds its worker slot from its reservation until `next_task` releases
+//! - WK1: a worker holds its reservation from its start until `next_task` releases
 //!   it or, if the loop itself unwinds (a crate bug: user code is contained), until
 //!   [`ExitGuard`] releases it; either way `Pool::worker_exited` runs exactly once.
 //! - WK2: user code (task bodies, hooks, destructors of task outputs, the `task` span's
@@ -190,7 +190,7 @@ fn run_in_span(
         // The run's duration on the pool's clock (`telemetry.rs`): the striped
         // histogram the metrics thread publishes, and the task's own series.
         let took = pool.clock().now().saturating_sub(now);
-        pool.run_time.count(index, took);
+        pool.run_time.record(index, took);
         if let Some(timer) = task.timer() {
             timer.record(std::time::Duration::from_nanos(took));
         }
@@ -350,8 +350,8 @@ impl Pool {
         started
     }
 
-    /// Starts the thread for a reserved worker slot; on failure releases the slot and
-    /// returns false.
+    /// Starts the thread for a worker reservation; on failure releases the reservation and
+    /// returns the error.
     pub(super) fn start_worker(self: &Arc<Self>, index: usize) -> std::io::Result<()> {
         let mut builder = crate::sync::thread::Builder::new()
             .name(format!("{}{}", self.config.thread_name_prefix, index));
@@ -377,7 +377,7 @@ impl Pool {
     /// says the caller just ran a task, `requeue` carries a periodic task's next run
     /// (re-queued into its home shard first, and only then taken out of the worker's
     /// `slot`: RN1 in `running.rs`). Returns `None` when the worker must exit, having
-    /// released its worker slot under every shard's lock (E1).
+    /// released its reservation under every shard's lock (E1).
     pub(crate) fn next_task(
         &self,
         finished: bool,
@@ -411,7 +411,7 @@ impl Pool {
                 let all = self.queue.lock_all();
                 if c.is_drained(all.len()) {
                     let released = self.control.release_worker_if(|_| true);
-                    debug_assert!(released, "WK1: a worker holds its slot until here");
+                    debug_assert!(released, "WK1: a worker holds its reservation until here");
                     return None;
                 }
             }
@@ -456,7 +456,7 @@ impl Pool {
         }
     }
 
-    /// E1: a surplus worker that timed out gives up its slot if another worker remains or
+    /// E1: a surplus worker that timed out gives up its reservation if another worker remains or
     /// nothing is queued; `true` if it did. Decided under every shard's lock, against the
     /// value the exchange replaces, so a submission (which reserves in its shard's
     /// critical section) either sees the smaller count (and reserves a worker) or was seen

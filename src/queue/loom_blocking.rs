@@ -120,12 +120,12 @@ fn loom_delay_queue_remove_vs_take() {
     });
 }
 
-/// I2/F3 (`waiters.rs`): a leader that gives up with the head still queued hands the
-/// lead on (the same model as `loom_sharded.rs`'s (beside this file), on the one-lock queue): the quitter's
-/// stop condition turns true once the clock reaches the head's deadline. Without the
-/// hand-on at that exit, the stayer sleeps as a follower forever. Whoever takes the head
-/// closes the queue afterwards (standing for the other's timeout), so the model ends in
-/// every other order.
+/// I2/F3 (`waiters.rs`): a leader that gives up with the head still queued hands the lead
+/// on (the same model as `loom_sharded.rs`'s (beside this file), on the one-lock queue):
+/// the quitter's stop condition turns true once the clock reaches the head's deadline.
+/// Without the hand-on at that exit, the stayer sleeps as a follower forever. Whoever takes
+/// the head closes the queue afterwards (standing for the other's timeout), so the model
+/// ends in every other order.
 #[test]
 fn loom_a_leader_that_gives_up_hands_the_head_on() {
     loom::model(|| {

@@ -2,21 +2,24 @@
 //! [`PriorityBlockingQueue`](crate::PriorityBlockingQueue) (`blocking.rs`, its async take
 //! and timer thread in `timer.rs`), and the executor's sharded queue (Java:
 //! `DelayedWorkQueue`) in `sharded.rs`. Entries find their place by a [`Position`]
-//! (`position.rs`). This file states the blocking queue's invariants (I1–I8) and the
-//! entry traits both queues order by. Both keep
-//! their entries in a [`Store`](store::Store) (`store.rs`: the indexed heap of `heap/` and the ready
-//! lane of `lane.rs`); the sharded queue has one per shard.
+//! (`position.rs`). This file states the blocking queue's invariants (I1–I8, but for I7,
+//! the ready lane's, which `store.rs` states) and the entry traits both queues order by.
+//! Both keep their entries in a [`Store`](store::Store) (`store.rs`: the indexed heap of
+//! `heap/` and the ready lane of `lane.rs`); the sharded queue has one per shard.
 //!
 //! # Design
 //! One `Mutex<State>` guards the store, the waiting takers' state and the sequence
 //! counter. Waiting is leader/follower, as in Java's `DelayedWorkQueue` and `DelayQueue`:
-//! the protocol (F1–F4: one leader on its own condition variable, a new head reaching a
-//! waiter, the hand-on at every exit of a take, Java's lead rule) is `waiters.rs`'s, shared
+//! the protocol (F1–F5: one leader on its own condition variable, a new head reaching a
+//! waiter, the hand-on at every exit of a take, Java's lead rule, the leader's backup) is
+//! `waiters.rs`'s, shared
 //! with the executor's sharded queue; `blocking.rs`'s `take` loop looks at the head under
 //! the lock and calls it for each wait. How the leader sleeps or spins on the real clock is
 //! `park.rs`'s plan.
 //!
-//! No offer ever wakes more than one thread; only `close` wakes all.
+//! No offer wakes more than one blocking taker (the leader, or with none one follower),
+//! and with async takes registered at most the timer thread beside it, only for a head
+//! earlier than the timer's wake-up (I8); only `close` wakes all.
 //!
 //! The heap (`heap/`) is private to this module: owners see entries, handles and
 //! [`Position`]s, never heap indices.
@@ -31,8 +34,9 @@
 //!
 //! # Invariants
 //! - I1: heap invariants H1–H3 (`heap/`) hold whenever the lock is free.
-//! - I2: F1–F4 of `waiters.rs` hold under this queue's lock: one leader, who clears its
-//!   lead itself; every exit of a take hands the lead on when a head is left (F3).
+//! - I2: F1–F5 of `waiters.rs` hold under this queue's lock: one leader, who clears its
+//!   lead itself; every exit of a take hands the lead on when a head is left (F3); the
+//!   first follower behind a leader with a head backs it up (F5).
 //! - I4: no user code runs under the lock (task bodies, element destructors, tracing
 //!   subscribers, an async take's waker: its clone, drop and wake): callers get removed
 //!   entries back and drop them after unlocking, and wakers go through the door of
@@ -45,10 +49,10 @@
 //!   leader waiting for it is already awake or about to be (its timed wait ends at the
 //!   deadline, and on virtual time the advance that made it due signalled it), and it
 //!   re-checks the heap under the lock.
-//! - I6: a [`Position`] (an entry's place in its store, kept in the entry's owner so
-//!   that removal needs no search) and a [`LockedCell`] are read and written only by the
-//!   [`Store`](store::Store) they belong to, through the lock guard of its owner (a shard's guard in
-//!   `sharded.rs`; T4 in `task/mod.rs`, made a type).
+//! - I6: a [`Position`] (an entry's place in its store, kept in the entry's owner so that
+//!   removal needs no search) and a [`LockedCell`] are read and written only by the
+//!   [`Store`](store::Store) they belong to, through the lock guard of its owner (a shard's
+//!   guard in `sharded.rs`; T4 in `task/mod.rs`, made a type).
 //! - I8 (async takes): a poll that finds nothing due registers its waker and makes sure
 //!   the timer thread runs, in the same critical section; the timer checks for wakers and
 //!   for a due head (or a close) under the lock, wakes the wakers of a due head, and waits
@@ -79,8 +83,9 @@
 //! # Ordering
 //! The heap, the waiters' state, the sequence counter and the waiting policy's state are
 //! under the mutex. Outside it: the waiters' `head_changes` (`Relaxed`, a hint for
-//! spinners, see `waiters.rs`) and the cells of [`Position`] and [`LockedCell`] (`Relaxed` atomics so that
-//! they can live in shared task headers; the mutex orders every access, I6).
+//! spinners, see `waiters.rs`) and the cells of [`Position`] and [`LockedCell`] (`Relaxed`
+//! atomics so that they can live in shared task headers; the mutex orders every access,
+//! I6).
 
 mod blocking;
 mod heap;

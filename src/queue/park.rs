@@ -17,11 +17,11 @@
 //! everything under the lock when it stops, exactly as after a wake-up.
 //!
 //! Under [`SpinPolicy::Adaptive`] (the default), spinning is capped at `1 / SPIN_SHARE` of
-//! every `SPIN_WINDOW` of wall time per queue (5 %); `Unbounded` lifts the cap and
-//! `Never` never spins; an idle spin that a new head ends is not charged (it replaced a futex wake-up).
-//! Past the cap, a leader whose deadline is that close sleeps at least `LEADER_SPIN` and
-//! takes what fell due meanwhile in one go (a longer [`Lead::Sleep`]), so a dense schedule costs
-//! neither a spinning core nor a futex round trip per deadline.
+//! every `SPIN_WINDOW` of wall time per queue (5 %); `Unbounded` lifts the cap and `Never`
+//! never spins; an idle spin that a new head ends is not charged (it replaced a futex
+//! wake-up). Past the cap, a leader whose deadline is that close sleeps at least
+//! `LEADER_SPIN` and takes what fell due meanwhile in one go (a longer [`Lead::Sleep`]), so
+//! a dense schedule costs neither a spinning core nor a futex round trip per deadline.
 //!
 //! With a timer precision `p` ([`Builder::timer_precision`](crate::Builder::timer_precision)),
 //! the leader wakes at the head's deadline rounded up to a multiple of `p` (of the clock's

@@ -136,7 +136,8 @@ impl<E: Tracked> heap::Indexed for E {
 }
 
 /// A `u64` that lives outside the queue (in a task header) but is guarded by a queue's
-/// lock: read and written only through [`Store::replace`](super::store::Store::replace), under that lock (I6).
+/// lock: read and written only through [`Store::replace`](super::store::Store::replace),
+/// under that lock (I6).
 #[derive(Debug)]
 pub(crate) struct LockedCell(pub(super) AtomicU64);
 

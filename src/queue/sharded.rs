@@ -23,7 +23,7 @@
 //!   larger; on a `ManualClock`, whose time stands still, they come from one shared
 //!   counter. A shared counter cost half of workload W4's throughput
 //!   (`docs/BENCHMARKS.md`).
-//! - Waiting is leader/follower with the protocol of `waiters.rs` (F1–F4), on the
+//! - Waiting is leader/follower with the protocol of `waiters.rs` (F1–F5), on the
 //!   coordinator: the leader sleeps until the earliest head, the followers without a
 //!   timeout (or until their own), and every exit of a take hands on (F3). The coordinator
 //!   publishes in `wake_at` the deadline before which a new head needs a wake-up: the
@@ -80,22 +80,22 @@
 //!   it owes; scans read the minima and then one group's heads, so a take's cost grows
 //!   with the logarithm of the shard count (`docs/BENCHMARKS.md`, "Many workers, by
 //!   simulation").
-//! - Q5: F1–F4 of `waiters.rs` hold on the coordinator: at most one leader, who clears
-//!   its lead itself, and every exit of a take (an element, a timeout, a stop condition)
-//!   goes through a [`Leaving`] guard that, with a head left, followers waiting and no
-//!   leader, wakes one of them. The guard drops after the coordinator is released, and
-//!   reads `wake_at == EMPTY` ("followers, no leader") as its hint before it locks.
+//! - Q5: F1–F5 of `waiters.rs` hold on the coordinator: at most one leader, who clears
+//!   its lead itself, at most one backup behind it, and every exit of a take (an element, a
+//!   timeout, a stop condition) goes through a [`Leaving`] guard that, with a head left,
+//!   followers waiting and no leader, wakes one of them. The guard drops after the
+//!   coordinator is released, and reads `wake_at == EMPTY` ("followers, no leader") as its
+//!   hint before it locks.
 //!
 //! # Ordering
 //! Shard contents are under their mutexes; `Shard::head` is stored `Release` by the lock
-//! holder and loaded `Acquire` by scanners (a hint that the lock re-checks, except in
-//! Q1's pattern, which orders through the RMWs on `wake_at`: `AcqRel`); `nonempty` is
-//! changed by `AcqRel` RMWs after the head store and loaded `Acquire` before the heads
-//! (Q6). `seq` (the
-//! `ManualClock` counter) is `Relaxed`: its modification order already agrees with
-//! happens-before, which is all FIFO needs. `active` and `idle_waiters` are RMWs (`AcqRel`) on both sides
-//! of `wait_idle`'s check, for the same reason as Q1. The waiters' `head_changes` is a
-//! `Relaxed` hint for spinners (`waiters.rs`, `park.rs`).
+//! holder and loaded `Acquire` by scanners (a hint that the lock re-checks, except in Q1's
+//! pattern, which orders through the RMWs on `wake_at`: `AcqRel`); `nonempty` is changed by
+//! `AcqRel` RMWs after the head store and loaded `Acquire` before the heads (Q6). `seq`
+//! (the `ManualClock` counter) is `Relaxed`: its modification order already agrees with
+//! happens-before, which is all FIFO needs. `active` and `idle_waiters` are RMWs (`AcqRel`)
+//! on both sides of `wait_idle`'s check, for the same reason as Q1. The waiters'
+//! `head_changes` is a `Relaxed` hint for spinners (`waiters.rs`, `park.rs`).
 
 use crate::sync::Ordering;
 use std::cell::Cell;

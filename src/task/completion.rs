@@ -13,9 +13,9 @@
 //! for (nobody blocks on a job that runs until the pool stops). The first waiter boxes a
 //! [`Waiters`] into the stage: the last async waker of `poll`, and the threads blocked in
 //! [`Outcome::wait`], which park (`sync::park_until`, loom's in the models) and are
-//! unparked by the completion. A per-task condition variable would cost 8 bytes in every task, which is
-//! what kept a one-shot in an 80-byte malloc chunk while one-shots still used this stage
-//! (`docs/DESIGN.md`, Memory).
+//! unparked by the completion. A per-task condition variable would cost 8 bytes in every
+//! task, which is what kept a one-shot in an 80-byte malloc chunk while one-shots still
+//! used this stage (`docs/DESIGN.md`, Memory).
 //!
 //! # Invariants
 //! - K1: the stage goes `Pending -> Ready -> Taken`, never back; [`Completion::complete`]

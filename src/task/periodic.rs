@@ -205,8 +205,8 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         report
     }
 
-    /// The run, or its skip (paused, or late past `max_lateness`), and then, in the order of the module
-    /// notes, what comes after it.
+    /// The run, or its skip (paused, or late past `max_lateness`), and then, in the order
+    /// of the module notes, what comes after it.
     fn decide(
         &self,
         env: &RunEnv<'_>,

@@ -69,8 +69,9 @@ pub(crate) trait Host: Send + Sync {
     /// The runs asleep in `TaskContext::sleep` or awaiting in an async body (S1,
     /// `sleepers.rs`).
     fn sleepers(&self) -> &sleepers::Sleepers;
-    /// A handle that cancels, interrupts or reschedules `job` through this pool.
-    fn cancel_handle(&self, job: &TaskRef) -> crate::CancelHandle;
+    /// This pool as a task's handles hold it (a new reference to one of its stripes): what
+    /// a `CancelHandle` made during a run keeps (`TaskContext::cancel_handle`).
+    fn handle_host(&self) -> Arc<dyn Host>;
     /// The pool's clock.
     fn clock(&self) -> &Clock;
     /// Cancels `job` (`ScheduledFuture::cancel`); with `interrupt`, a running one-shot

@@ -28,10 +28,11 @@
 //!   a `SeqCst` fence, and only then checks its condition and parks; a waker first makes
 //!   its change (the task's state, the run state, the clock), issues a `SeqCst` fence, and
 //!   then reads `count`. (A cancel that removed its task from the queue skips this: the
-//!   task was not running, so no sleeper waits on it.) Of the two fences one comes first in their total order: either
-//!   the waker's read sees the sleeper and unparks it (an unpark before the park makes the
-//!   park return at once), or the sleeper's check sees the change. An async run joins
-//!   with its waker already in its slot, so a wake-up that sees it finds a waker to wake.
+//!   task was not running, so no sleeper waits on it.) Of the two fences one comes first in
+//!   their total order: either the waker's read sees the sleeper and unparks it (an unpark
+//!   before the park makes the park return at once), or the sleeper's check sees the
+//!   change. An async run joins with its waker already in its slot, so a wake-up that sees
+//!   it finds a waker to wake.
 //! - S2 (an async run's later polls): each poll that returns pending puts its waker back
 //!   into its slot, under the slot's mutex, before that poll ends; a wake-up takes the
 //!   waker out under the same mutex. So a wake-up whose take comes before the put finds
@@ -215,8 +216,9 @@ pub(crate) struct Awaiting<'a> {
 
 impl Awaiting<'_> {
     /// Puts `waker` (this poll's) into the slot: called by each poll that returns pending,
-    /// before its check (S2, [`Sleepers::pending`]). Clones it only if the slot's waker would not wake the same
-    /// task; the clone and the drop of the waker it replaces run unlocked (U1).
+    /// before its check (S2, [`Sleepers::pending`]). Clones it only if the slot's waker
+    /// would not wake the same task; the clone and the drop of the waker it replaces run
+    /// unlocked (U1).
     fn set(&self, waker: &Waker) {
         if self
             .slot

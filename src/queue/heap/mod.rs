@@ -3,10 +3,10 @@
 //!
 //! # Design
 //! The heap proper is one array of nodes. Each node holds the entry inline (for the
-//! executor: the deadline and a thin pointer to the task, 16 bytes, `pool/entry.rs`), so
-//! a sift compares deadlines without following a pointer; only a tie between equal
-//! deadlines reads the tasks' sequence numbers. Who remembers where each entry is, a *keeper* (`K`), is a
-//! parameter, because the crate has two kinds of entries:
+//! executor: the deadline and a thin pointer to the task, 16 bytes, `pool/entry.rs`), so a
+//! sift compares deadlines without following a pointer; only a tie between equal deadlines
+//! reads the tasks' sequence numbers. Who remembers where each entry is, a *keeper* (`K`),
+//! is a parameter, because the crate has two kinds of entries:
 //!
 //! - [`SlotTable`], for entries that cannot hold their own position (the public queues'
 //!   values): a slab of `(gen, pos)` pairs beside the nodes, and a tag in each node naming
