@@ -33,15 +33,15 @@ use crate::task::{state::State, Host, Task, TaskRef, TypedRef};
 pub struct ScheduledFuture<T> {
     task: TypedRef<T>,
     /// The pool, as one of its stripes (`pool/mod.rs`, `Stripe`).
-    shared: Arc<dyn Host>,
+    host: Arc<dyn Host>,
 }
 
 impl<T> ScheduledFuture<T> {
-    pub(crate) fn new(task: TypedRef<T>, shared: Arc<dyn Host>) -> Self {
-        ScheduledFuture { task, shared }
+    pub(crate) fn new(task: TypedRef<T>, host: Arc<dyn Host>) -> Self {
+        ScheduledFuture { task, host }
     }
 
-    fn job(&self) -> &dyn Task {
+    fn erased(&self) -> &dyn Task {
         &**self.task.task()
     }
 
@@ -51,7 +51,7 @@ impl<T> ScheduledFuture<T> {
     /// and is not run again. With `remove_on_cancel` (the default) the task has left the
     /// queue and its closure has been dropped when this returns.
     pub fn cancel(&self) -> bool {
-        self.shared.cancel(self.job(), false)
+        self.host.cancel(self.erased(), false)
     }
 
     /// Cancels the task like [`cancel`](Self::cancel), and a *running* one-shot too: the
@@ -89,22 +89,22 @@ impl<T> ScheduledFuture<T> {
     /// pool.close();
     /// ```
     pub fn interrupt(&self) -> bool {
-        self.shared.cancel(self.job(), true)
+        self.host.cancel(self.erased(), true)
     }
 
     /// `true` if the task was cancelled (by any means).
     pub fn is_cancelled(&self) -> bool {
-        self.job().header().state() == State::Cancelled
+        self.erased().header().state() == State::Cancelled
     }
 
     /// `true` once the task completed, panicked or was cancelled.
     pub fn is_done(&self) -> bool {
-        self.job().header().state().is_terminal()
+        self.erased().header().state().is_terminal()
     }
 
     /// `true` for a periodic task: fixed rate, fixed delay or a [`Trigger`](crate::Trigger).
     pub fn is_periodic(&self) -> bool {
-        self.job().header().is_periodic()
+        self.erased().header().is_periodic()
     }
 
     /// The task's number: the `id` of its `task` span, of its log lines and of its row in
@@ -121,22 +121,22 @@ impl<T> ScheduledFuture<T> {
     /// # pool.shutdown_now();
     /// ```
     pub fn id(&self) -> u64 {
-        self.job().header().id()
+        self.erased().header().id()
     }
 
     /// The next (or last) run's deadline, in the executor's clock. For a periodic task it
     /// is the current run's deadline until that run ends, then the next one.
     pub fn deadline(&self) -> Instant {
-        self.shared
+        self.host
             .clock()
-            .instant_of(self.shared.deadline_of(self.job()))
+            .instant_of(self.host.deadline_of(self.erased()))
     }
 
     /// Time left until [`deadline`](Self::deadline); zero when due or past (Java:
     /// `getDelay`).
     pub fn delay(&self) -> Duration {
-        let clock = self.shared.clock();
-        clock::since(self.shared.deadline_of(self.job()), clock.now())
+        let clock = self.host.clock();
+        clock::since(self.host.deadline_of(self.erased()), clock.now())
     }
 
     /// Blocks until the task is done.
@@ -179,8 +179,8 @@ impl<T> ScheduledFuture<T> {
     /// assert_eq!(fut.get().unwrap(), "ran");
     /// ```
     pub fn reschedule(&self, deadline: Instant) -> bool {
-        let at = self.shared.clock().ticks_of(deadline);
-        self.shared.reschedule(self.job(), at, None)
+        let at = self.host.clock().ticks_of(deadline);
+        self.host.reschedule(self.erased(), at, None)
     }
 
     /// Moves the task's next run to `delay` from now, by the executor's clock (a
@@ -205,9 +205,9 @@ impl<T> ScheduledFuture<T> {
     /// assert_eq!(idle.get().unwrap(), "closed");
     /// ```
     pub fn reschedule_after(&self, delay: Duration) -> bool {
-        let now = self.shared.clock().now();
-        self.shared
-            .reschedule(self.job(), clock::add(now, delay), Some(now))
+        let now = self.host.clock().now();
+        self.host
+            .reschedule(self.erased(), clock::add(now, delay), Some(now))
     }
 
     /// Pauses a periodic task, as an operator stops a job for a while (Quartz's
@@ -253,7 +253,7 @@ impl<T> ScheduledFuture<T> {
     /// pool.close();
     /// ```
     pub fn pause(&self) -> bool {
-        self.shared.pause(self.job(), true)
+        self.host.pause(self.erased(), true)
     }
 
     /// Resumes a task paused by [`pause`](Self::pause): its next run is the next one its
@@ -261,12 +261,12 @@ impl<T> ScheduledFuture<T> {
     /// [`MissedTicks`](crate::MissedTicks)). `true` if this call resumed it; `false` if
     /// it was not paused or has ended. Traced at `info` ("task resumed").
     pub fn resume(&self) -> bool {
-        self.shared.pause(self.job(), false)
+        self.host.pause(self.erased(), false)
     }
 
     /// `true` while the task is paused ([`pause`](Self::pause)).
     pub fn is_paused(&self) -> bool {
-        is_paused(self.job())
+        is_paused(self.erased())
     }
 
     /// One extra run as soon as a worker is free (Quartz's `triggerJob`): for an operator
@@ -307,14 +307,14 @@ impl<T> ScheduledFuture<T> {
     /// pool.close();
     /// ```
     pub fn run_now(&self) -> bool {
-        self.shared.run_now(self.job())
+        self.host.run_now(self.erased())
     }
 
     /// A cloneable handle that can cancel the task from elsewhere.
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle {
-            job: self.task.task().clone(),
-            shared: self.shared.clone(),
+            task: self.task.task().clone(),
+            host: self.host.clone(),
         }
     }
 }
@@ -338,10 +338,10 @@ impl<T: Send> Future for ScheduledFuture<T> {
 impl<T> fmt::Debug for ScheduledFuture<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The deadline as a duration on the executor's clock (its ticks).
-        let deadline = Duration::from_nanos(self.shared.deadline_of(self.job()));
+        let deadline = Duration::from_nanos(self.host.deadline_of(self.erased()));
         f.debug_struct("ScheduledFuture")
-            .field("name", &self.job().name())
-            .field("task", self.job().header())
+            .field("name", &self.erased().name())
+            .field("task", self.erased().header())
             .field("deadline", &deadline)
             .finish()
     }
@@ -351,97 +351,97 @@ impl<T> fmt::Debug for ScheduledFuture<T> {
 /// itself, or from another thread that does not care about its output).
 #[derive(Clone)]
 pub struct CancelHandle {
-    job: TaskRef,
-    shared: Arc<dyn Host>,
+    task: TaskRef,
+    host: Arc<dyn Host>,
 }
 
 impl CancelHandle {
-    /// A handle for `job` in the pool `shared` (a task context's, `body/context.rs`).
-    pub(crate) fn new(job: TaskRef, shared: Arc<dyn Host>) -> Self {
-        CancelHandle { job, shared }
+    /// A handle for `task` in the pool `host` (a task context's, `body/context.rs`).
+    pub(crate) fn new(task: TaskRef, host: Arc<dyn Host>) -> Self {
+        CancelHandle { task, host }
     }
 
     /// As [`ScheduledFuture::cancel`].
     pub fn cancel(&self) -> bool {
-        self.shared.cancel(&*self.job, false)
+        self.host.cancel(&*self.task, false)
     }
 
     /// As [`ScheduledFuture::interrupt`].
     pub fn interrupt(&self) -> bool {
-        self.shared.cancel(&*self.job, true)
+        self.host.cancel(&*self.task, true)
     }
 
     /// As [`ScheduledFuture::is_cancelled`].
     pub fn is_cancelled(&self) -> bool {
-        self.job.header().state() == State::Cancelled
+        self.task.header().state() == State::Cancelled
     }
 
     /// As [`ScheduledFuture::is_done`].
     pub fn is_done(&self) -> bool {
-        self.job.header().state().is_terminal()
+        self.task.header().state().is_terminal()
     }
 
     /// As [`ScheduledFuture::id`].
     pub fn id(&self) -> u64 {
-        self.job.header().id()
+        self.task.header().id()
     }
 
     /// As [`ScheduledFuture::reschedule`].
     pub fn reschedule(&self, deadline: Instant) -> bool {
-        let at = self.shared.clock().ticks_of(deadline);
-        self.shared.reschedule(&*self.job, at, None)
+        let at = self.host.clock().ticks_of(deadline);
+        self.host.reschedule(&*self.task, at, None)
     }
 
     /// As [`ScheduledFuture::reschedule_after`].
     pub fn reschedule_after(&self, delay: Duration) -> bool {
-        let now = self.shared.clock().now();
-        self.shared
-            .reschedule(&*self.job, clock::add(now, delay), Some(now))
+        let now = self.host.clock().now();
+        self.host
+            .reschedule(&*self.task, clock::add(now, delay), Some(now))
     }
 
     /// As [`ScheduledFuture::pause`].
     pub fn pause(&self) -> bool {
-        self.shared.pause(&*self.job, true)
+        self.host.pause(&*self.task, true)
     }
 
     /// As [`ScheduledFuture::resume`].
     pub fn resume(&self) -> bool {
-        self.shared.pause(&*self.job, false)
+        self.host.pause(&*self.task, false)
     }
 
     /// As [`ScheduledFuture::is_paused`].
     pub fn is_paused(&self) -> bool {
-        is_paused(&*self.job)
+        is_paused(&*self.task)
     }
 
     /// As [`ScheduledFuture::run_now`].
     pub fn run_now(&self) -> bool {
-        self.shared.run_now(&*self.job)
+        self.host.run_now(&*self.task)
     }
 
     /// `true` for a periodic task.
     pub fn is_periodic(&self) -> bool {
-        self.job.header().is_periodic()
+        self.task.header().is_periodic()
     }
 
     /// The task's name, if it was given one.
     pub fn name(&self) -> Option<&str> {
-        self.job.name()
+        self.task.name()
     }
 }
 
-/// Whether `job` is paused (`ScheduledFuture::is_paused`).
-fn is_paused(job: &dyn Task) -> bool {
+/// Whether `task` is paused (`ScheduledFuture::is_paused`).
+fn is_paused(task: &dyn Task) -> bool {
     // Relaxed: a switch (`task/periodic.rs`).
-    job.pause_switch()
+    task.pause_switch()
         .is_some_and(|p| p.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 impl fmt::Debug for CancelHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CancelHandle")
-            .field("name", &self.job.name())
-            .field("task", self.job.header())
+            .field("name", &self.task.name())
+            .field("task", self.task.header())
             .finish()
     }
 }
@@ -453,27 +453,27 @@ impl fmt::Debug for CancelHandle {
 /// (a periodic task runs once and is then cancelled). Dropping it without running
 /// completes its future with `Err(Cancelled)`.
 pub struct PendingTask {
-    job: Option<TaskRef>,
-    shared: Arc<dyn Host>,
+    task: Option<TaskRef>,
+    host: Arc<dyn Host>,
 }
 
 impl PendingTask {
-    pub(crate) fn new(job: TaskRef, shared: Arc<dyn Host>) -> Self {
+    pub(crate) fn new(task: TaskRef, host: Arc<dyn Host>) -> Self {
         PendingTask {
-            job: Some(job),
-            shared,
+            task: Some(task),
+            host,
         }
     }
 
     /// `true` for a periodic task: fixed rate, fixed delay or a [`Trigger`](crate::Trigger).
     pub fn is_periodic(&self) -> bool {
-        self.job.as_ref().is_some_and(|j| j.header().is_periodic())
+        self.task.as_ref().is_some_and(|j| j.header().is_periodic())
     }
 
     /// The task's name, if it was given one ([`Periodic::name`](crate::Periodic::name),
     /// [`named`](crate::ScheduledThreadPoolExecutor::named)).
     pub fn name(&self) -> Option<&str> {
-        self.job.as_ref().and_then(|j| j.name())
+        self.task.as_ref().and_then(|j| j.name())
     }
 
     /// Its next deadline, in the executor's clock (a `ManualClock`'s instants on a pool
@@ -491,16 +491,16 @@ impl PendingTask {
     /// assert_eq!(pending[0].deadline(), clock.now() + Duration::from_secs(60));
     /// ```
     pub fn deadline(&self) -> Instant {
-        let ticks = self.job.as_ref().map_or(0, |j| j.header().deadline());
-        self.shared.clock().instant_of(ticks)
+        let ticks = self.task.as_ref().map_or(0, |j| j.header().deadline());
+        self.host.clock().instant_of(ticks)
     }
 
     /// Runs the task once on this thread; its future completes. A panic goes into the
     /// future; this call does not unwind. Does nothing if the task was cancelled meanwhile.
     pub fn run(mut self) {
-        if let Some(job) = self.job.take() {
-            self.shared.run_here(&job);
-            crate::task::drop_quietly(job);
+        if let Some(task) = self.task.take() {
+            self.host.run_here(&task);
+            crate::task::drop_quietly(task);
         }
     }
 }
@@ -508,9 +508,9 @@ impl PendingTask {
 impl Drop for PendingTask {
     /// Cancels the task through its pool (counted in `PoolStats::cancelled_count`).
     fn drop(&mut self) {
-        if let Some(job) = self.job.take() {
-            self.shared.cancel(&*job, false);
-            crate::task::drop_quietly(job);
+        if let Some(task) = self.task.take() {
+            self.host.cancel(&*task, false);
+            crate::task::drop_quietly(task);
         }
     }
 }
@@ -518,16 +518,16 @@ impl Drop for PendingTask {
 impl fmt::Debug for PendingTask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("PendingTask");
-        if let Some(job) = &self.job {
+        if let Some(task) = &self.task {
             // As a future shows it: not the deadline's `Instant`, whose Debug is the OS
             // clock's raw reading, but how far ahead it is on the pool's clock (zero once
             // due).
-            let clock = self.shared.clock();
-            let due_in = clock::since(job.header().deadline(), clock.now());
+            let clock = self.host.clock();
+            let due_in = clock::since(task.header().deadline(), clock.now());
             d.field("name", &self.name())
                 .field("periodic", &self.is_periodic())
                 .field("deadline", &due_in)
-                .field("task", job.header());
+                .field("task", task.header());
         }
         d.finish()
     }

@@ -541,15 +541,15 @@ impl<M> std::fmt::Debug for Histogram<M> {
 /// `metrics`; MX2 in `pool/publish.rs`).
 #[cfg(feature = "metrics")]
 #[derive(Debug, Default)]
-pub(crate) struct Published {
-    pub(crate) lateness: Handed,
-    pub(crate) run_time: Handed,
+pub(crate) struct Handed {
+    pub(crate) lateness: HandedCounts,
+    pub(crate) run_time: HandedCounts,
 }
 
 /// One histogram's counts already handed over, bucket by bucket.
 #[cfg(feature = "metrics")]
 #[derive(Debug, Default)]
-pub(crate) struct Handed(Vec<u64>);
+pub(crate) struct HandedCounts(Vec<u64>);
 
 /// A bucket's new runs, handed to one publication: the bucket, its value in seconds,
 /// and the count.
@@ -562,7 +562,7 @@ pub(crate) struct Share {
 }
 
 #[cfg(feature = "metrics")]
-impl Handed {
+impl HandedCounts {
     /// The new counts of `h` since the last call, a share per bucket; the counts handed
     /// over advance with them.
     pub(crate) fn delta<M: Maximum>(&mut self, h: &Histogram<M>) -> Vec<Share> {

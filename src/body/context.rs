@@ -186,9 +186,9 @@ impl TaskContext<'_> {
     /// Never for a task the pool runs; only a task run outside any pool (the crate's own
     /// unit tests) has none.
     pub fn cancel_handle(&self) -> CancelHandle {
-        let job = self.cx.env.job.expect("a pool's task knows itself");
+        let task = self.cx.env.task.expect("a pool's task knows itself");
         let pool = self.pool().expect("a pool's task knows its pool");
-        CancelHandle::new(job.clone(), pool.handle_host())
+        CancelHandle::new(task.clone(), pool.handle_host())
     }
 
     /// The pool that runs the task (`RunEnv::pool`).

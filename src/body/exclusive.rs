@@ -16,7 +16,7 @@
 //!
 //! A locked run: `try_acquire`; held elsewhere (`Ok(None)`), or the store failed (`Err`),
 //! and the closure does not run; else it runs and the lease is given back when it returns
-//! or unwinds (`Held`'s `Drop`), with the spec's `at_least_for`. Every outcome is counted
+//! or unwinds (`HeldLease`'s `Drop`), with the spec's `at_least_for`. Every outcome is counted
 //! in the pool's counters and traced; failures of the store are warnings at most once a
 //! second per [`Exclusive`] (its `Throttle`, shared by its clones).
 
@@ -106,7 +106,7 @@ pub(crate) fn run_locked<T>(
             crate::user::traced(
                 || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token = lease.token(), "cluster lock acquired"),
             );
-            let held = Held {
+            let held = HeldLease {
                 spec,
                 ledger,
                 // Read after the acquisition returned: the store's `locked_at` is no later.
@@ -297,7 +297,7 @@ where
 }
 
 /// A lease held for one run; dropping it gives it back.
-struct Held<'a> {
+struct HeldLease<'a> {
     spec: &'a Exclusive,
     ledger: &'a Ledger<'a>,
     /// When the run took the lease, on the pool's clock (a `ManualClock`'s time in a
@@ -309,7 +309,7 @@ struct Held<'a> {
     lease: Option<Lease>,
 }
 
-impl Drop for Held<'_> {
+impl Drop for HeldLease<'_> {
     fn drop(&mut self) {
         let Some(lease) = self.lease.take() else {
             return;

@@ -14,7 +14,7 @@ use crate::clock::{self, Clock, Ticks, WallClock};
 
 /// One lock's record.
 #[derive(Clone, Copy, Debug)]
-struct Record {
+struct LeaseRow {
     /// Taken until then (LK1).
     until: Ticks,
     /// When the current lease was acquired (for LK3).
@@ -39,8 +39,8 @@ struct Record {
 /// ```
 pub struct LocalLock {
     clock: Clock,
-    /// The records by name; the mutex makes each call one atomic step (LK1).
-    records: Mutex<HashMap<String, Record>>,
+    /// The rows by name; the mutex makes each call one atomic step (LK1).
+    rows: Mutex<HashMap<String, LeaseRow>>,
     /// The jobs paused cluster-wide (`ClusterLock::pause`), by name.
     pauses: Mutex<HashMap<String, Pause>>,
 }
@@ -50,7 +50,7 @@ impl LocalLock {
     pub fn new() -> Self {
         LocalLock {
             clock: Clock::real(),
-            records: Mutex::new(HashMap::new()),
+            rows: Mutex::new(HashMap::new()),
             pauses: Mutex::new(HashMap::new()),
         }
     }
@@ -59,7 +59,7 @@ impl LocalLock {
     pub fn with_clock(clock: ManualClock) -> Self {
         LocalLock {
             clock: Clock::Manual(clock),
-            records: Mutex::new(HashMap::new()),
+            rows: Mutex::new(HashMap::new()),
             pauses: Mutex::new(HashMap::new()),
         }
     }
@@ -67,7 +67,7 @@ impl LocalLock {
     /// Whether a valid lease of `name` exists now.
     pub fn is_held(&self, name: &str) -> bool {
         let now = self.clock.now();
-        self.records.lock().get(name).is_some_and(|r| r.until > now)
+        self.rows.lock().get(name).is_some_and(|r| r.until > now)
     }
 }
 
@@ -80,15 +80,15 @@ impl Default for LocalLock {
 impl ClusterLock for LocalLock {
     fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
         let now = self.clock.now();
-        let mut records = self.records.lock();
-        let token = match records.get(name) {
+        let mut rows = self.rows.lock();
+        let token = match rows.get(name) {
             Some(r) if r.until > now => return Ok(None), // LK1: a valid lease exists
             Some(r) => r.token + 1,
             None => 1,
         };
-        records.insert(
+        rows.insert(
             name.to_owned(),
-            Record {
+            LeaseRow {
                 until: clock::add(now, at_most_for),
                 acquired: now,
                 token,
@@ -99,8 +99,8 @@ impl ClusterLock for LocalLock {
 
     fn release(&self, lease: Lease, at_least_for: Duration) -> Result<bool, LockError> {
         let now = self.clock.now();
-        let mut records = self.records.lock();
-        match records.get_mut(lease.name()) {
+        let mut rows = self.rows.lock();
+        match rows.get_mut(lease.name()) {
             // LK2: only the current, still valid lease changes the record.
             Some(r) if r.token == lease.token() && r.until > now => {
                 // LK3, with `at_least_for` capped at the lease's `at_most_for`.
@@ -114,8 +114,8 @@ impl ClusterLock for LocalLock {
 
     fn extend(&self, lease: &Lease, at_most_for: Duration) -> Result<bool, LockError> {
         let now = self.clock.now();
-        let mut records = self.records.lock();
-        match records.get_mut(lease.name()) {
+        let mut rows = self.rows.lock();
+        match rows.get_mut(lease.name()) {
             // LK5: only the current, still valid lease is extended.
             Some(r) if r.token == lease.token() && r.until > now => {
                 r.until = clock::add(now, at_most_for);
@@ -128,7 +128,7 @@ impl ClusterLock for LocalLock {
     fn last_acquired(&self, name: &str) -> Result<Option<Duration>, LockError> {
         let now = self.clock.now();
         Ok(self
-            .records
+            .rows
             .lock()
             .get(name)
             .map(|r| clock::since(now, r.acquired)))
@@ -163,7 +163,7 @@ impl ClusterLock for LocalLock {
 impl fmt::Debug for LocalLock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalLock")
-            .field("locks", &self.records.lock().len())
+            .field("locks", &self.rows.lock().len())
             .finish_non_exhaustive()
     }
 }

@@ -129,11 +129,11 @@ impl ScheduledThreadPoolExecutor {
         f: impl FnOnce(&Lease) -> T,
     ) -> Result<Option<T>, LockError> {
         let ledger = Ledger {
-            pool: self.shared.name(),
+            pool: self.pool.name(),
             id: None,
             task: None,
-            counters: Some(&self.shared.counters),
-            clock: self.shared.clock(),
+            counters: Some(&self.pool.counters),
+            clock: self.pool.clock(),
         };
         run_locked(exclusive, &ledger, None, f).map(Locked::ran)
     }

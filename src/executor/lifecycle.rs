@@ -42,7 +42,7 @@ impl ScheduledThreadPoolExecutor {
     /// assert_eq!(runs.load(Ordering::SeqCst), 5); // exactly the five due by now
     /// ```
     pub fn wait_idle(&self, timeout: Duration) -> bool {
-        self.shared.wait_idle(clock::timeout_at(timeout))
+        self.pool.wait_idle(clock::timeout_at(timeout))
     }
 
     /// Stops accepting tasks. Queued tasks follow the run-after-shutdown policies: periodic
@@ -52,7 +52,7 @@ impl ScheduledThreadPoolExecutor {
     /// due run). Cancelled tasks still queued are removed. Never blocks; workers exit once
     /// the queue is drained. Calling it again does nothing more.
     pub fn shutdown(&self) {
-        self.shared.shutdown();
+        self.pool.shutdown();
     }
 
     /// The graceful mode: stops accepting tasks, drops the delayed one-shots and the
@@ -76,9 +76,9 @@ impl ScheduledThreadPoolExecutor {
     /// assert!(later.get().unwrap_err().is_cancelled());
     /// ```
     pub fn shutdown_graceful(&self) {
-        self.shared.set_policy(Policy::ExecuteDelayed, false);
-        self.shared.set_policy(Policy::ContinuePeriodic, false);
-        self.shared.shutdown();
+        self.pool.set_policy(Policy::ExecuteDelayed, false);
+        self.pool.set_policy(Policy::ContinuePeriodic, false);
+        self.pool.shutdown();
     }
 
     /// Stops accepting tasks, starts no further task, and returns the queued tasks that
@@ -88,27 +88,27 @@ impl ScheduledThreadPoolExecutor {
     /// stop early. Each returned [`PendingTask`] can be run on the caller's thread;
     /// dropping it completes its future with `Err(Cancelled)`.
     pub fn shutdown_now(&self) -> Vec<PendingTask> {
-        let pool: Arc<dyn crate::task::Host> = pool::Stripe::new(self.shared.clone());
-        self.shared
+        let pool: Arc<dyn crate::task::Host> = pool::Stripe::new(self.pool.clone());
+        self.pool
             .shutdown_now()
             .into_iter()
-            .map(|job| PendingTask::new(job, pool.clone()))
+            .map(|task| PendingTask::new(task, pool.clone()))
             .collect()
     }
 
     /// Blocks until every worker has exited after shutdown, or `timeout` (real time)
     /// passes; `true` if terminated.
     pub fn await_termination(&self, timeout: Duration) -> bool {
-        self.shared.await_termination(clock::timeout_at(timeout))
+        self.pool.await_termination(clock::timeout_at(timeout))
     }
 
     /// [`shutdown`](Self::shutdown), then waits for termination without a limit (Java 19's
     /// `close`). Called from one of the pool's own workers, it shuts down and returns at
     /// once (waiting there would wait for itself).
     pub fn close(&self) {
-        self.shared.shutdown();
-        if !pool::is_worker_of(&self.shared) {
-            self.shared.await_termination(None);
+        self.pool.shutdown();
+        if !pool::is_worker_of(&self.pool) {
+            self.pool.await_termination(None);
         }
     }
 
@@ -132,11 +132,11 @@ impl ScheduledThreadPoolExecutor {
     /// assert!(pool.await_termination(Duration::from_secs(10)));
     /// ```
     pub fn close_timeout(&self, timeout: Duration) -> bool {
-        self.shared.shutdown();
-        if pool::is_worker_of(&self.shared) {
+        self.pool.shutdown();
+        if pool::is_worker_of(&self.pool) {
             return false;
         }
-        self.shared.await_termination(clock::timeout_at(timeout))
+        self.pool.await_termination(clock::timeout_at(timeout))
     }
 
     /// A future that completes once the pool has terminated: the async form of
@@ -159,7 +159,7 @@ impl ScheduledThreadPoolExecutor {
     /// ```
     pub fn terminated(&self) -> Terminated {
         Terminated {
-            shared: self.shared.clone(),
+            pool: self.pool.clone(),
         }
     }
 
@@ -188,35 +188,35 @@ impl ScheduledThreadPoolExecutor {
     /// ```
     pub fn downgrade(&self) -> WeakExecutor {
         WeakExecutor {
-            shared: Arc::downgrade(&self.shared),
+            pool: Arc::downgrade(&self.pool),
         }
     }
 
     /// `true` once [`shutdown`](Self::shutdown) or [`shutdown_now`](Self::shutdown_now) has
     /// been called.
     pub fn is_shutdown(&self) -> bool {
-        self.shared.is_shutdown()
+        self.pool.is_shutdown()
     }
 
     /// `true` after shutdown while workers are still running.
     pub fn is_terminating(&self) -> bool {
-        self.shared.is_terminating()
+        self.pool.is_terminating()
     }
 
     /// `true` once every worker has exited after shutdown.
     pub fn is_terminated(&self) -> bool {
-        self.shared.is_terminated()
+        self.pool.is_terminated()
     }
 
     /// Removes cancelled tasks still in the queue (left there when `remove_on_cancel` is
     /// off) and returns how many.
     pub fn purge(&self) -> usize {
-        self.shared.purge()
+        self.pool.purge()
     }
 
     /// Tasks waiting in the queue, cancelled-but-not-yet-removed ones included.
     pub fn queue_len(&self) -> usize {
-        self.shared.queue_len()
+        self.pool.queue_len()
     }
 
     /// Hands the pool's metrics to the `metrics` recorder installed now (feature
@@ -246,17 +246,17 @@ impl ScheduledThreadPoolExecutor {
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn publish_metrics(&self) {
-        self.shared.publish_metrics();
+        self.pool.publish_metrics();
     }
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> PoolStats {
-        self.shared.stats()
+        self.pool.stats()
     }
 
     /// The configured core size.
     pub fn core_pool_size(&self) -> usize {
-        self.shared.core_pool_size()
+        self.pool.core_pool_size()
     }
 
     /// Changes the core size. Growing starts threads for queued tasks that need them;
@@ -264,56 +264,56 @@ impl ScheduledThreadPoolExecutor {
     /// change: as in Java, an idle worker that was already waiting out a keep-alive starts
     /// a fresh one.
     pub fn set_core_pool_size(&self, n: usize) {
-        self.shared.set_core_pool_size(n);
+        self.pool.set_core_pool_size(n);
     }
 
     /// Starts one core thread if fewer than `core_pool_size` run; `true` if it did.
     pub fn prestart_core_thread(&self) -> bool {
-        self.shared.prestart(1) == 1
+        self.pool.prestart(1) == 1
     }
 
     /// Starts every missing core thread; returns how many it started.
     pub fn prestart_all_core_threads(&self) -> usize {
-        self.shared.prestart(usize::MAX)
+        self.pool.prestart(usize::MAX)
     }
 
     /// Whether periodic tasks keep running after shutdown. Default false.
     pub fn continue_existing_periodic_tasks_after_shutdown(&self) -> bool {
-        self.shared.policy(Policy::ContinuePeriodic)
+        self.pool.policy(Policy::ContinuePeriodic)
     }
 
     /// Sets the policy; set to false after shutdown, it cancels queued periodic tasks now.
     pub fn set_continue_existing_periodic_tasks_after_shutdown(&self, value: bool) {
-        self.shared.set_policy(Policy::ContinuePeriodic, value);
+        self.pool.set_policy(Policy::ContinuePeriodic, value);
     }
 
     /// Whether delayed one-shots still run after shutdown. Default true.
     pub fn execute_existing_delayed_tasks_after_shutdown(&self) -> bool {
-        self.shared.policy(Policy::ExecuteDelayed)
+        self.pool.policy(Policy::ExecuteDelayed)
     }
 
     /// Sets the policy; set to false after shutdown, it cancels queued one-shots whose
     /// delay has not elapsed now.
     pub fn set_execute_existing_delayed_tasks_after_shutdown(&self, value: bool) {
-        self.shared.set_policy(Policy::ExecuteDelayed, value);
+        self.pool.set_policy(Policy::ExecuteDelayed, value);
     }
 
     /// Whether `cancel` removes the task from the queue at once. Default true.
     pub fn remove_on_cancel(&self) -> bool {
-        self.shared.policy(Policy::RemoveOnCancel)
+        self.pool.policy(Policy::RemoveOnCancel)
     }
 
     /// Sets the remove-on-cancel policy for later cancels.
     pub fn set_remove_on_cancel(&self, value: bool) {
-        self.shared.set_policy(Policy::RemoveOnCancel, value);
+        self.pool.set_policy(Policy::RemoveOnCancel, value);
     }
 }
 
 impl Drop for ScheduledThreadPoolExecutor {
     fn drop(&mut self) {
-        if self.shared.handle_dropped() {
-            self.shared.shutdown(); // the last handle
-            self.shared.release_stripes();
+        if self.pool.handle_dropped() {
+            self.pool.shutdown(); // the last handle
+            self.pool.release_stripes();
         }
     }
 }
@@ -322,18 +322,18 @@ impl Drop for ScheduledThreadPoolExecutor {
 /// [`ScheduledThreadPoolExecutor::downgrade`].
 #[derive(Clone)]
 pub struct WeakExecutor {
-    shared: Weak<Pool>,
+    pool: Weak<Pool>,
 }
 
 impl WeakExecutor {
     /// A strong handle, if one still exists (`None` once the last one was dropped, which
     /// shut the pool down). The pool may be shut down already: its methods then say so.
     pub fn upgrade(&self) -> Option<ScheduledThreadPoolExecutor> {
-        let shared = self.shared.upgrade()?;
+        let pool = self.pool.upgrade()?;
         // Built only once the count says so: a handle's `Drop` counts it gone (so not
         // `then_some`, which would build, and drop, one on the way to `None`).
-        if shared.handle_revived() {
-            Some(ScheduledThreadPoolExecutor { shared })
+        if pool.handle_revived() {
+            Some(ScheduledThreadPoolExecutor { pool })
         } else {
             None
         }
@@ -352,7 +352,7 @@ impl fmt::Debug for WeakExecutor {
 /// [`ScheduledThreadPoolExecutor::terminated`].
 #[must_use = "a future does nothing unless polled"]
 pub struct Terminated {
-    shared: Arc<Pool>,
+    pool: Arc<Pool>,
 }
 
 impl std::future::Future for Terminated {
@@ -362,14 +362,14 @@ impl std::future::Future for Terminated {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<()> {
-        self.shared.poll_termination(cx)
+        self.pool.poll_termination(cx)
     }
 }
 
 impl fmt::Debug for Terminated {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Terminated")
-            .field("terminated", &self.shared.is_terminated())
+            .field("terminated", &self.pool.is_terminated())
             .finish()
     }
 }

@@ -67,7 +67,7 @@ pub use named::Named;
 /// pool.execute(move || drop(rc)).unwrap();
 /// ```
 pub struct ScheduledThreadPoolExecutor {
-    shared: Arc<Pool>,
+    pool: Arc<Pool>,
 }
 
 impl ScheduledThreadPoolExecutor {
@@ -79,7 +79,7 @@ impl ScheduledThreadPoolExecutor {
     /// The pool's name ([`Builder::name`]; by default the thread name prefix without its
     /// trailing `-`), the `pool` field of every log event it emits.
     pub fn name(&self) -> &str {
-        self.shared.name()
+        self.pool.name()
     }
 
     /// The current time in the pool's clock (the real monotonic clock, or its
@@ -99,7 +99,7 @@ impl ScheduledThreadPoolExecutor {
     /// assert_eq!(fut.delay(), Duration::from_secs(1));
     /// ```
     pub fn now(&self) -> Instant {
-        let clock = self.shared.clock();
+        let clock = self.pool.clock();
         clock.instant_of(clock.now())
     }
 
@@ -130,7 +130,7 @@ impl ScheduledThreadPoolExecutor {
     /// assert_eq!(tasks[1].due_in, Duration::from_secs(5));
     /// ```
     pub fn scheduled_tasks(&self) -> Vec<TaskInfo> {
-        self.shared.scheduled_tasks()
+        self.pool.scheduled_tasks()
     }
 
     /// A handle to the task numbered `id` ([`TaskInfo::id`](crate::TaskInfo::id),
@@ -155,10 +155,10 @@ impl ScheduledThreadPoolExecutor {
     /// pool.close();
     /// ```
     pub fn task(&self, id: u64) -> Option<crate::future::CancelHandle> {
-        let job = self.shared.find_task(id)?;
+        let task = self.pool.find_task(id)?;
         Some(crate::future::CancelHandle::new(
-            job,
-            crate::pool::Stripe::new(self.shared.clone()),
+            task,
+            crate::pool::Stripe::new(self.pool.clone()),
         ))
     }
 
@@ -272,9 +272,9 @@ impl ScheduledThreadPoolExecutor {
         F: FnOnce() + Send + 'static,
     {
         // Inside a span that tracing records, the task is linked to it (`body::Linked`).
-        match submitter_span(self.shared.config.task_span_level) {
-            None => self.shared.execute(Plain(task)),
-            Some(parent) => self.shared.execute(Linked {
+        match submitter_span(self.pool.config.task_span_level) {
+            None => self.pool.execute(Plain(task)),
+            Some(parent) => self.pool.execute(Linked {
                 body: Plain(task),
                 parent,
             }),
@@ -344,7 +344,7 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
         N: Label,
     {
-        let now = self.shared.clock().now();
+        let now = self.pool.clock().now();
         self.schedule_body(clock::add(now, delay), Some(now), task, name)
     }
 
@@ -360,7 +360,7 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
         N: Label,
     {
-        let deadline = self.shared.clock().ticks_of(deadline);
+        let deadline = self.pool.clock().ticks_of(deadline);
         self.schedule_body(deadline, None, task, name)
     }
 
@@ -379,11 +379,11 @@ impl ScheduledThreadPoolExecutor {
         N: Label,
     {
         // Inside a span that tracing records, the task is linked to it (`body::Linked`).
-        let (task, pool) = match submitter_span(self.shared.config.task_span_level) {
-            None => self.shared.schedule_once(deadline, now, task, name)?,
+        let (task, pool) = match submitter_span(self.pool.config.task_span_level) {
+            None => self.pool.schedule_once(deadline, now, task, name)?,
             Some(parent) => {
                 let body = Linked { body: task, parent };
-                self.shared.schedule_once(deadline, now, body, name)?
+                self.pool.schedule_once(deadline, now, body, name)?
             }
         };
         Ok(ScheduledFuture::new(task, pool))
@@ -536,28 +536,24 @@ impl ScheduledThreadPoolExecutor {
         if let Some(exclusive) = lock.as_ref().filter(|e| e.catch_up) {
             spec.catch_up_now = owes_catch_up(exclusive, &spec.schedule, self.name());
         }
-        let body = Guarded::new(
-            body,
-            submitter_span(self.shared.config.task_span_level),
-            lock,
-        );
-        let (task, pool) = self.shared.schedule_periodic(spec, body)?;
+        let body = Guarded::new(body, submitter_span(self.pool.config.task_span_level), lock);
+        let (task, pool) = self.pool.schedule_periodic(spec, body)?;
         Ok(ScheduledFuture::new(task, pool))
     }
 }
 
 #[cfg(all(test, loom))]
 impl ScheduledThreadPoolExecutor {
-    pub(crate) fn shared(&self) -> &Arc<Pool> {
-        &self.shared
+    pub(crate) fn pool(&self) -> &Arc<Pool> {
+        &self.pool
     }
 }
 
 impl Clone for ScheduledThreadPoolExecutor {
     fn clone(&self) -> Self {
-        self.shared.handle_cloned();
+        self.pool.handle_cloned();
         ScheduledThreadPoolExecutor {
-            shared: self.shared.clone(),
+            pool: self.pool.clone(),
         }
     }
 }
@@ -567,7 +563,7 @@ impl fmt::Debug for ScheduledThreadPoolExecutor {
         f.debug_struct("ScheduledThreadPoolExecutor")
             .field("name", &self.name())
             .field("core_pool_size", &self.core_pool_size())
-            .field("pool", &*self.shared)
+            .field("pool", &*self.pool)
             .finish()
     }
 }
@@ -577,11 +573,11 @@ impl Builder {
     /// `metrics`, the process's metrics thread starts with the first pool that has a
     /// `metrics_interval`).
     pub fn build(self) -> ScheduledThreadPoolExecutor {
-        let shared = Pool::new(self.into_config());
+        let pool = Pool::new(self.into_config());
         #[cfg(feature = "metrics")]
-        if !shared.config.metrics_interval.is_zero() {
-            crate::pool::watch(&shared, shared.config.metrics_interval);
+        if !pool.config.metrics_interval.is_zero() {
+            crate::pool::watch(&pool, pool.config.metrics_interval);
         }
-        ScheduledThreadPoolExecutor { shared }
+        ScheduledThreadPoolExecutor { pool }
     }
 }

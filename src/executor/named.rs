@@ -19,7 +19,7 @@ impl ScheduledThreadPoolExecutor {
         Arc::new(TaskName {
             name: name.into(),
             timer: if metered {
-                self.shared.task_timer(Some(name))
+                self.pool.task_timer(Some(name))
             } else {
                 None
             },

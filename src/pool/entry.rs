@@ -18,14 +18,14 @@ use super::Tally;
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub(crate) deadline: Ticks,
-    pub(crate) value: TaskRef,
+    pub(crate) task: TaskRef,
 }
 
 impl Entry {
     /// The FIFO sequence number (T4: under the home shard's lock, while queued).
     #[inline]
     pub(crate) fn seq(&self) -> u64 {
-        self.value.header().seq()
+        self.task.header().seq()
     }
 }
 
@@ -48,13 +48,13 @@ impl Tracked for Entry {
     /// T4: the task's place in its home shard.
     #[inline]
     fn position(&self) -> &Position {
-        &self.value.header().position
+        &self.task.header().position
     }
 
     /// Out of the queue the task keeps its own deadline (`Header::when`).
     #[inline]
     fn left(&self) {
-        self.value.header().set_deadline(self.deadline);
+        self.task.header().set_deadline(self.deadline);
     }
 }
 

@@ -27,8 +27,8 @@ pub(super) const BY_RULE: Ticks = NO_DEADLINE - 2;
 impl Pool {
     /// A task's deadline, wherever it is: in its node while it is queued (read under its
     /// home shard's lock, T4), in its header otherwise (`Header::when`).
-    pub(crate) fn deadline_of(&self, job: &dyn Task) -> Ticks {
-        let header = job.header();
+    pub(crate) fn deadline_of(&self, task: &dyn Task) -> Ticks {
+        let header = task.header();
         let q = self.queue.lock(header.home());
         q.get_tracked(&header.position)
             .map_or_else(|| header.deadline(), |e| e.deadline)
@@ -38,10 +38,10 @@ impl Pool {
     /// `now`: the caller's reading of the clock, if it made one for `at`
     /// (`reschedule_after`); the sequence number is stamped with it instead of a second
     /// reading (Q3 holds: the reading was made within this operation).
-    pub(crate) fn reschedule(&self, job: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool {
-        let header = job.header();
+    pub(crate) fn reschedule(&self, task: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool {
+        let header = task.header();
         let mut q = self.queue.lock(header.home()); // T4: the home shard
-        if let Some(after) = job.after_extra() {
+        if let Some(after) = task.after_extra() {
             let _ = q.replace(after, NO_DEADLINE); // an explicit move replaces `run_now`'s
         }
         match header.state() {
@@ -51,7 +51,7 @@ impl Pool {
                 q.update_tracked(&header.position, |e| {
                     e.deadline = at;
                     // FIFO among equal deadlines by the time of the reschedule.
-                    e.value.header().set_seq(seq);
+                    e.task.header().set_seq(seq);
                 });
                 true
             }
@@ -60,7 +60,7 @@ impl Pool {
             State::Scheduled | State::Running
                 if header.is_periodic() && self.control.load().run_state() != RunState::Stop =>
             {
-                match job.rescheduled() {
+                match task.rescheduled() {
                     Some(cell) => {
                         q.replace(cell, at); // T4: read back by `requeue` under the lock
                         true
@@ -78,9 +78,9 @@ impl Pool {
     /// `true` if this call changed it; `false` for a one-shot, an ended task, or one
     /// already so. A paused task stays queued; each run that comes due is skipped
     /// (`task/periodic.rs`).
-    pub(crate) fn pause(&self, job: &dyn Task, pause: bool) -> bool {
-        let header = job.header();
-        let Some(switch) = job.pause_switch() else {
+    pub(crate) fn pause(&self, task: &dyn Task, pause: bool) -> bool {
+        let header = task.header();
+        let Some(switch) = task.pause_switch() else {
             return false;
         };
         if header.state().is_terminal() {
@@ -97,7 +97,7 @@ impl Pool {
         };
         crate::stats::bump(counter);
         crate::user::traced(
-            || tracing::info!(target: "schedpool", pool = self.name(), id = header.id(), task_name = job.name(), "{message}"),
+            || tracing::info!(target: "schedpool", pool = self.name(), id = header.id(), task_name = task.name(), "{message}"),
         );
         true
     }
@@ -109,9 +109,9 @@ impl Pool {
     /// periodic task running now runs again right after (its `after_extra` cell, read by
     /// `requeue_locked`). `false` for an ended, paused or (after `shutdown_now`) stopping
     /// task, and a one-shot that is not queued.
-    pub(crate) fn run_now(&self, job: &dyn Task, now: Ticks) -> bool {
-        let header = job.header();
-        if job
+    pub(crate) fn run_now(&self, task: &dyn Task, now: Ticks) -> bool {
+        let header = task.header();
+        if task
             .pause_switch()
             .is_some_and(|p| p.load(Ordering::Relaxed))
         {
@@ -120,17 +120,17 @@ impl Pool {
         let mut q = self.queue.lock(header.home()); // T4: the home shard
         let queued = q.contains_tracked(&header.position);
         // What an extra run already asked for left in the cell (put back as it was).
-        let pending = job.after_extra().map(|cell| {
+        let pending = task.after_extra().map(|cell| {
             let v = q.replace(cell, NO_DEADLINE);
             let _ = q.replace(cell, v);
             v
         });
-        let asked = match (header.state(), job.after_extra()) {
+        let asked = match (header.state(), task.after_extra()) {
             // An extra run is pending already: it stands for this one too.
             (State::Scheduled | State::Running, Some(_)) if pending != Some(NO_DEADLINE) => true,
             (State::Scheduled, after) if queued => {
                 if let Some(cell) = after {
-                    let back = match job.schedule() {
+                    let back = match task.schedule() {
                         Schedule::FixedDelay(_) => BY_RULE,
                         _ => q
                             .get_tracked(&header.position)
@@ -141,7 +141,7 @@ impl Pool {
                 let seq = q.next_seq(Some(now));
                 q.update_tracked(&header.position, |e| {
                     e.deadline = now;
-                    e.value.header().set_seq(seq); // FIFO among equal deadlines from now
+                    e.task.header().set_seq(seq); // FIFO among equal deadlines from now
                 })
             }
             // Out of the queue for a run: the run after it is the extra one, and where it
@@ -149,9 +149,9 @@ impl Pool {
             (State::Scheduled | State::Running, Some(after))
                 if self.control.load().run_state() != RunState::Stop =>
             {
-                let rescheduled = job.rescheduled().expect("a periodic task has the cell");
+                let rescheduled = task.rescheduled().expect("a periodic task has the cell");
                 let back = q.replace(rescheduled, now);
-                let back = match job.schedule() {
+                let back = match task.schedule() {
                     Schedule::FixedDelay(_) => BY_RULE,
                     _ if back == NO_DEADLINE => PENDING_EXTRA,
                     _ => back,
@@ -165,7 +165,7 @@ impl Pool {
         if asked {
             crate::stats::bump(&self.counters.run_now_tasks);
             crate::user::traced(
-                || tracing::info!(target: "schedpool", pool = self.name(), id = header.id(), task_name = job.name(), "task run requested now"),
+                || tracing::info!(target: "schedpool", pool = self.name(), id = header.id(), task_name = task.name(), "task run requested now"),
             );
         }
         asked
@@ -175,8 +175,8 @@ impl Pool {
     /// `interrupt` (Java's `cancel(true)`), a running one-shot is cancelled too
     /// (`task/state.rs`); its run sees it through its context. Returns true if this call
     /// cancelled it.
-    pub(crate) fn cancel(&self, job: &dyn Task, interrupt: bool) -> bool {
-        let header = job.header();
+    pub(crate) fn cancel(&self, task: &dyn Task, interrupt: bool) -> bool {
+        let header = task.header();
         let won = if interrupt {
             header.interrupt()
         } else {
@@ -201,7 +201,7 @@ impl Pool {
             }
             drop(removed); // I4: outside the lock
         }
-        job.finish_cancelled();
+        task.finish_cancelled();
         if !was_queued {
             self.sleepers.wake(); // S1: the task may be running, asleep or awaiting
         }
@@ -224,7 +224,7 @@ impl AsPool for Arc<Pool> {
 impl AsPool for Stripe {
     #[inline]
     fn pool(&self) -> &Arc<Pool> {
-        &self.shared
+        &self.pool
     }
 }
 
@@ -252,29 +252,29 @@ impl<P: AsPool> Host for P {
         Pool::clock(self.pool())
     }
 
-    fn cancel(&self, job: &dyn Task, interrupt: bool) -> bool {
-        Pool::cancel(self.pool(), job, interrupt)
+    fn cancel(&self, task: &dyn Task, interrupt: bool) -> bool {
+        Pool::cancel(self.pool(), task, interrupt)
     }
 
-    fn reschedule(&self, job: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool {
-        Pool::reschedule(self.pool(), job, at, now)
+    fn reschedule(&self, task: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool {
+        Pool::reschedule(self.pool(), task, at, now)
     }
 
-    fn deadline_of(&self, job: &dyn Task) -> Ticks {
-        Pool::deadline_of(self.pool(), job)
+    fn deadline_of(&self, task: &dyn Task) -> Ticks {
+        Pool::deadline_of(self.pool(), task)
     }
 
-    fn pause(&self, job: &dyn Task, pause: bool) -> bool {
-        Pool::pause(self.pool(), job, pause)
+    fn pause(&self, task: &dyn Task, pause: bool) -> bool {
+        Pool::pause(self.pool(), task, pause)
     }
 
-    fn run_now(&self, job: &dyn Task) -> bool {
+    fn run_now(&self, task: &dyn Task) -> bool {
         let now = Pool::clock(self.pool()).now();
-        Pool::run_now(self.pool(), job, now)
+        Pool::run_now(self.pool(), task, now)
     }
 
-    fn run_here(&self, job: &TaskRef) {
-        let report = job.run_now(&Pool::env_now(self.pool(), job), true);
+    fn run_here(&self, task: &TaskRef) {
+        let report = task.run_now(&Pool::env_now(self.pool(), task), true);
         debug_assert!(report.next.is_none(), "a pending task runs once");
     }
 }

@@ -2,7 +2,7 @@
 //! tasks and the workers' runs in progress, `running.rs`). Reads only: each takes every
 //! shard's lock once, briefly.
 
-use super::running::Run;
+use super::running::Running;
 use super::shared::Pool;
 use crate::clock::{Clock, Ticks};
 use crate::stats::{self, PoolStats, TaskInfo};
@@ -54,8 +54,8 @@ impl Pool {
             let all = self.queue.lock_all();
             let mut queued = None;
             all.for_each(|e| {
-                if queued.is_none() && e.value.header().id() == id {
-                    queued = Some(e.value.clone());
+                if queued.is_none() && e.task.header().id() == id {
+                    queued = Some(e.task.clone());
                 }
             });
             (queued, self.running.snapshot())
@@ -63,10 +63,10 @@ impl Pool {
         // Outside the locks: the copies may be the last references (I4, RN1).
         let found = queued.or_else(|| {
             runs.into_iter()
-                .map(|r| r.job)
-                .find(|job| job.header().id() == id)
+                .map(|r| r.task)
+                .find(|task| task.header().id() == id)
         });
-        found.filter(|job| !job.header().state().is_terminal())
+        found.filter(|task| !task.header().state().is_terminal())
     }
 
     /// A snapshot of the queued and running tasks, earliest deadline first
@@ -77,7 +77,7 @@ impl Pool {
         let mut queued: Vec<(Ticks, u64, TaskRef)> = Vec::new();
         let runs = {
             let all = self.queue.lock_all();
-            all.for_each(|e| queued.push((e.deadline, e.seq(), e.value.clone())));
+            all.for_each(|e| queued.push((e.deadline, e.seq(), e.task.clone())));
             self.running.snapshot()
         };
         // Outside the shard locks: a trigger's description takes its own lock, and the
@@ -87,11 +87,11 @@ impl Pool {
         let rows = Rows::read(self.clock());
         let mut infos: Vec<(Ticks, u64, TaskInfo)> = Vec::with_capacity(queued.len() + runs.len());
         for run in current_runs(&runs, &queued) {
-            let row = rows.info(&run.job, run.deadline, Some(run.started));
+            let row = rows.info(&run.task, run.deadline, Some(run.started));
             infos.push((run.deadline, 0, row));
         }
-        for (deadline, seq, job) in &queued {
-            let row = rows.info(job, *deadline, None);
+        for (deadline, seq, task) in &queued {
+            let row = rows.info(task, *deadline, None);
             infos.push((*deadline, seq.saturating_add(1), row));
         }
         infos.sort_by_key(|&(deadline, seq, _)| (deadline, seq));
@@ -107,17 +107,17 @@ impl Pool {
 /// slot for its next run: the queue's row, else the latest run's, is the current one. A
 /// run whose task has just ended (DONE or PANICKED, its worker not yet out of its slot)
 /// is over; a task cancelled during its run is still running.
-fn current_runs<'r>(runs: &'r [Run], queued: &[(Ticks, u64, TaskRef)]) -> Vec<&'r Run> {
-    let in_slots: HashSet<u64> = runs.iter().map(|r| r.job.header().id()).collect();
+fn current_runs<'r>(runs: &'r [Running], queued: &[(Ticks, u64, TaskRef)]) -> Vec<&'r Running> {
+    let in_slots: HashSet<u64> = runs.iter().map(|r| r.task.header().id()).collect();
     let in_queue: HashSet<u64> = queued
         .iter()
-        .map(|(_, _, job)| job.header().id())
+        .map(|(_, _, task)| task.header().id())
         .filter(|id| in_slots.contains(id))
         .collect();
-    let mut current: HashMap<u64, &Run> = HashMap::new();
+    let mut current: HashMap<u64, &Running> = HashMap::new();
     for run in runs {
-        let id = run.job.header().id();
-        let over = matches!(run.job.header().state(), State::Done | State::Panicked);
+        let id = run.task.header().id();
+        let over = matches!(run.task.header().state(), State::Done | State::Panicked);
         if over || in_queue.contains(&id) {
             continue;
         }
@@ -163,16 +163,16 @@ impl<'c> Rows<'c> {
         .unwrap_or(self.wall_now)
     }
 
-    /// The row of `job`, due at `deadline`; `running`: the start of its run in progress.
-    fn info(&self, job: &TaskRef, deadline: Ticks, running: Option<Ticks>) -> TaskInfo {
-        let record = job.record();
+    /// The row of `task`, due at `deadline`; `running`: the start of its run in progress.
+    fn info(&self, task: &TaskRef, deadline: Ticks, running: Option<Ticks>) -> TaskInfo {
+        let record = task.record();
         let started = running.or(record.started);
         let pause = record.pause.as_ref();
         TaskInfo {
-            id: job.header().id(),
-            name: job.name().map(str::to_owned),
-            kind: job.schedule().kind(),
-            schedule: job.schedule().describe(),
+            id: task.header().id(),
+            name: task.name().map(str::to_owned),
+            kind: task.schedule().kind(),
+            schedule: task.schedule().describe(),
             deadline: self.clock.instant_of(deadline),
             next_run_at: self.wall(deadline),
             due_in: match running {
@@ -184,9 +184,9 @@ impl<'c> Rows<'c> {
             last_started_at: started.map(|t| self.wall(t)),
             runs: record.runs,
             last_run: record.last,
-            cancelled: job.header().state() == State::Cancelled,
+            cancelled: task.header().state() == State::Cancelled,
             paused: pause.is_some()
-                || job
+                || task
                     .pause_switch()
                     .is_some_and(|p| p.load(crate::sync::Ordering::Relaxed)),
             paused_by: pause.map(|p| p.by.clone()),

@@ -14,12 +14,12 @@ use crate::task::{state::State, OnceTask, Plain, TaskRef, TypedRef};
 use crate::{Builder, ManualClock, ScheduledThreadPoolExecutor};
 
 /// An executor on a `ManualClock` whose only worker is played by the model (no thread
-/// starts while that worker holds its slot), built from `builder`.
-pub(crate) fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Pool>) {
+/// starts while that worker holds its reservation), built from `builder`.
+pub(crate) fn model_pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Pool>) {
     let ex = builder.core_pool_size(1).clock(ManualClock::new()).build();
-    let shared = ex.shared().clone();
-    shared.pretend_worker();
-    (ex, shared)
+    let pool = ex.pool().clone();
+    pool.pretend_worker();
+    (ex, pool)
 }
 
 /// E1: a surplus worker timing out while a task is submitted: afterwards a queued task
@@ -27,23 +27,22 @@ pub(crate) fn pool(builder: Builder) -> (ScheduledThreadPoolExecutor, Arc<Pool>)
 #[test]
 fn loom_submit_vs_surplus_exit() {
     loom::model(|| {
-        let (_ex, shared) = pool(Builder::new().allow_core_thread_timeout(true));
+        let (_ex, pool) = model_pool(Builder::new().allow_core_thread_timeout(true));
         let task = TaskRef::new(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
-            let (shared, task) = (shared.clone(), task.clone());
+            let (pool, task) = (pool.clone(), task.clone());
             thread::spawn(move || {
-                let job = task;
                 // The submission's critical section, without starting the thread it may
                 // reserve (the model checks the reservation, not a spawned worker).
-                let mut q = shared.queue.lock(shared.queue.local_shard());
-                let published = shared.publish(&mut q, job, None, 0, true);
+                let mut q = pool.queue.lock(pool.queue.local_shard());
+                let published = pool.publish(&mut q, task, None, 0, true);
                 published.ok().map(|p| p.spawn.is_some())
             })
         };
-        let exited = shared.release_if_surplus();
+        let exited = pool.release_if_surplus();
         let reserved = submitter.join().unwrap().expect("accepted while running");
-        let workers = shared.control.load().workers();
-        assert_eq!(shared.queue.len(), 1);
+        let workers = pool.control.load().workers();
+        assert_eq!(pool.queue.len(), 1);
         assert!(workers >= 1, "E1: a queued task has a worker");
         assert_eq!(workers, 1 - usize::from(exited) + usize::from(reserved));
     });
@@ -55,19 +54,16 @@ fn loom_submit_vs_surplus_exit() {
 #[test]
 fn loom_shutdown_vs_schedule_without_delayed_tasks() {
     loom::model(|| {
-        let (ex, shared) =
-            pool(Builder::new().execute_existing_delayed_tasks_after_shutdown(false));
+        let (ex, pool) =
+            model_pool(Builder::new().execute_existing_delayed_tasks_after_shutdown(false));
         let task = TaskRef::new(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
-            let (shared, task) = (shared.clone(), task.clone());
-            thread::spawn(move || {
-                let job = task;
-                shared.submit(job, None, true).is_ok()
-            })
+            let (pool, task) = (pool.clone(), task.clone());
+            thread::spawn(move || pool.submit(task, None, true).is_ok())
         };
         ex.shutdown();
         let accepted = submitter.join().unwrap();
-        assert_eq!(shared.queue.len(), 0, "E2: nothing left queued");
+        assert_eq!(pool.queue.len(), 0, "E2: nothing left queued");
         let cancelled = task.header().state() == State::Cancelled;
         assert_eq!(
             accepted, cancelled,
@@ -81,35 +77,35 @@ fn loom_shutdown_vs_schedule_without_delayed_tasks() {
 #[test]
 fn loom_termination_vs_shutdown_completing_removed_tasks() {
     loom::model(|| {
-        let (ex, shared) = pool(Builder::new());
+        let (ex, pool) = model_pool(Builder::new());
         let fut = ex
             .schedule_at_fixed_rate(Duration::from_secs(1), Duration::from_secs(1), || ())
             .unwrap();
-        let job: TypedRef<()> = fut.task().clone();
+        let task: TypedRef<()> = fut.task().clone();
         let worker = {
-            let (shared, job) = (shared.clone(), job.clone());
+            let (pool, task) = (pool.clone(), task.clone());
             thread::spawn(move || {
                 // The model's worker: waits for the queue to drain after shutdown, as
                 // `next_task` does, then leaves.
                 loop {
-                    let q = shared.queue.lock_all();
-                    if shared.control.load().is_drained(q.len()) {
-                        assert!(shared.control.release_worker_if(|_| true));
+                    let q = pool.queue.lock_all();
+                    if pool.control.load().is_drained(q.len()) {
+                        assert!(pool.control.release_worker_if(|_| true));
                         break;
                     }
                     drop(q);
                     thread::yield_now();
                 }
-                shared.worker_exited(true, false);
-                if shared.is_terminated() {
-                    assert!(job.outcome().is_ready(), "E5: terminated before done");
+                pool.worker_exited(true, false);
+                if pool.is_terminated() {
+                    assert!(task.outcome().is_ready(), "E5: terminated before done");
                 }
             })
         };
         ex.shutdown();
         worker.join().unwrap();
-        assert!(shared.is_terminated());
-        assert!(job.outcome().is_ready());
+        assert!(pool.is_terminated());
+        assert!(task.outcome().is_ready());
         assert!(fut.is_cancelled());
     });
 }
@@ -238,21 +234,21 @@ fn loom_awaiting_run_vs_interrupt() {
 #[test]
 fn loom_deadline_vs_the_node_leaving() {
     loom::model(|| {
-        let (ex, shared) = pool(Builder::new());
+        let (ex, pool) = model_pool(Builder::new());
         let fut = ex.schedule(Duration::from_secs(5), || ()).unwrap();
-        let job = fut.task().task().clone();
-        let deadline = shared.clock().now() + 5_000_000_000;
+        let task = fut.task().task().clone();
+        let deadline = pool.clock().now() + 5_000_000_000;
         let remover = {
-            let (shared, job) = (shared.clone(), job.clone());
+            let (pool, task) = (pool.clone(), task.clone());
             thread::spawn(move || {
-                let header = job.header();
-                let mut q = shared.queue.lock(header.home());
+                let header = task.header();
+                let mut q = pool.queue.lock(header.home());
                 q.remove_tracked(&header.position).is_some()
             })
         };
-        assert_eq!(shared.deadline_of(&*job), deadline);
+        assert_eq!(pool.deadline_of(&*task), deadline);
         assert!(remover.join().unwrap(), "it was queued");
-        assert_eq!(shared.deadline_of(&*job), deadline, "handed back");
-        assert_eq!(job.header().deadline(), deadline);
+        assert_eq!(pool.deadline_of(&*task), deadline, "handed back");
+        assert_eq!(task.header().deadline(), deadline);
     });
 }

@@ -23,7 +23,7 @@
 //!   awaiting in an async body, under their own lock, never taken with a shard's (S1, S2);
 //! - settings (`core_pool_size`, the policy flags, the core-size `epoch`) in their own
 //!   atomics; with the `metrics` feature, the counts already handed to the recorder under
-//!   `Pool::published`'s lock (MX2).
+//!   `Pool::handed`'s lock (MX2).
 //!
 //! A thread submits into its own shard; a task keeps that shard (its *home*) for life, and
 //! its cancel, reschedule and re-queue lock only it. So the common operations take one
@@ -123,14 +123,14 @@ use crate::sync::Arc;
 /// reference counts are written by different threads.
 #[repr(align(128))]
 pub(crate) struct Stripe {
-    shared: Arc<Pool>,
+    pool: Arc<Pool>,
 }
 
 impl Stripe {
     /// A stripe of its own, for the rare futures made without a shard (a periodic task
     /// over before its first run, a shut-down pool's handle).
-    pub(crate) fn new(shared: Arc<Pool>) -> Arc<Stripe> {
-        Arc::new(Stripe { shared })
+    pub(crate) fn new(pool: Arc<Pool>) -> Arc<Stripe> {
+        Arc::new(Stripe { pool })
     }
 }
 
@@ -138,13 +138,13 @@ impl std::ops::Deref for Stripe {
     type Target = Pool;
     #[inline]
     fn deref(&self) -> &Pool {
-        &self.shared
+        &self.pool
     }
 }
 
 impl std::fmt::Debug for Stripe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.shared.fmt(f)
+        self.pool.fmt(f)
     }
 }
 pub(crate) use worker::is_worker_of;

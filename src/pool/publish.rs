@@ -9,7 +9,7 @@
 //! read where they live), and the lateness and run-time histograms. Counters go to the
 //! recorder as totals (`Counter::absolute`, which a recorder keeps monotonic), gauges as
 //! values, histograms as deltas: each bucket's count since the last publication,
-//! recorded at the bucket's value (`stats::Published` keeps the counts already handed over,
+//! recorded at the bucket's value (`stats::Handed` keeps the counts already handed over,
 //! so two publications never hand the same runs over twice). Labels: `pool`, and
 //! `outcome` on the runs counter.
 //!
@@ -23,12 +23,12 @@
 //! - MX1: the recorder (user code) is called with no lock of the crate held (U1) and
 //!   through the door (U2: a recorder that panics is reported once a second and costs
 //!   the rest of that publication's calls; counters and gauges are totals, so the next
-//!   publication sets them right, and histograms follow MX2); `Pool::published`'s lock
+//!   publication sets them right, and histograms follow MX2); `Pool::handed`'s lock
 //!   is held only to take or give back a delta, the sampler's only to read and update its
 //!   list.
 //! - MX2: every run recorded in the pool's histograms is handed to the recorder once, by
 //!   one publication: the delta is taken and the counts advanced in one critical
-//!   section of `Pool::published`, and the shares a panicking recorder did not take
+//!   section of `Pool::handed`, and the shares a panicking recorder did not take
 //!   (each bucket's `record_many` that did not return) are given back in another, for the
 //!   next publication. (A `record_many` that panics half-way may have kept part of its
 //!   share, which is then handed again: the recorder's own doing.)
@@ -91,7 +91,7 @@ impl Pool {
         let s = self.stats();
         let c = &self.counters;
         let (lateness, run_time) = {
-            let mut seen = self.published.lock();
+            let mut seen = self.handed.lock();
             let seen = &mut *seen;
             (
                 seen.lateness.delta(&self.lateness),
@@ -159,7 +159,7 @@ impl Pool {
         });
         if let Err(panic) = published {
             {
-                let mut seen = self.published.lock(); // MX2: for the next publication
+                let mut seen = self.handed.lock(); // MX2: for the next publication
                 seen.lateness.give_back(&lateness[recorded.0..]);
                 seen.run_time.give_back(&run_time[recorded.1..]);
             }

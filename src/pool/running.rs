@@ -1,13 +1,13 @@
 //! The runs in progress on the pool's workers, so that the task list
 //! ([`scheduled_tasks`](crate::ScheduledThreadPoolExecutor::scheduled_tasks)) shows a
-//! task while it runs: one [`Slot`] per worker, filled before a run and emptied after it.
+//! task while it runs: one [`RunSlot`] per worker, filled before a run and emptied after it.
 //!
 //! # Design
 //! A running task is in no queue: the worker that took it holds the queue's reference.
 //! The worker copies that reference, the take's time and the deadline into a slot of its
-//! own in the critical section that pops the task ([`Slot::enter`], called by the
+//! own in the critical section that pops the task ([`RunSlot::enter`], called by the
 //! queue's take), and takes the copy back after the run and after a periodic task's
-//! re-queue ([`Slot::leave`]). A snapshot reads the queue and then the slots while it
+//! re-queue ([`RunSlot::leave`]). A snapshot reads the queue and then the slots while it
 //! holds every shard's lock, so no take and no re-queue happens between its two reads: a
 //! task it does not find in the queue was taken before the snapshot and is in a slot. A
 //! periodic task between its re-queue and `leave` is in the queue too, or, taken again by
@@ -19,7 +19,7 @@
 //!
 //! Each slot is a mutex of its own on its own cache line: the worker's lock and unlock
 //! are uncontended except against a snapshot, which copies each slot in turn. The
-//! registry of slots ([`Running`]) changes only when a worker starts or exits.
+//! registry of slots ([`RunSlots`]) changes only when a worker starts or exits.
 //! Rejected: a pool-wide list of the periodic tasks (no cost per run, but a running
 //! one-shot would not be listed); filling the slot after the take (no lock inside the
 //! shard's critical section, but a snapshot could miss a task between the take and the
@@ -48,8 +48,8 @@ use crate::sync::{Arc, Mutex};
 use crate::task::TaskRef;
 
 /// What a slot holds during a run.
-pub(crate) struct Run {
-    pub(crate) job: TaskRef,
+pub(crate) struct Running {
+    pub(crate) task: TaskRef,
     /// When the worker took it (the run's start).
     pub(crate) started: Ticks,
     /// The deadline it was taken for (RN2).
@@ -58,15 +58,15 @@ pub(crate) struct Run {
 
 /// One worker's run in progress (RN1).
 #[derive(Default)]
-pub(crate) struct Slot(CachePadded<Mutex<Option<Run>>>);
+pub(crate) struct RunSlot(CachePadded<Mutex<Option<Running>>>);
 
-impl Slot {
-    /// A take: `job` was just popped by the calling worker, in the popping shard's
+impl RunSlot {
+    /// A take: `task` was just popped by the calling worker, in the popping shard's
     /// critical section.
     #[inline]
-    pub(crate) fn enter(&self, job: &TaskRef, started: Ticks, deadline: Ticks) {
-        let run = Run {
-            job: job.clone(),
+    pub(crate) fn enter(&self, task: &TaskRef, started: Ticks, deadline: Ticks) {
+        let run = Running {
+            task: task.clone(),
             started,
             deadline,
         };
@@ -78,14 +78,14 @@ impl Slot {
     /// dropped by the caller after its own reference's use (RN1: never the last one
     /// here, but dropped with no lock held all the same).
     #[inline]
-    pub(crate) fn leave(&self) -> Option<Run> {
+    pub(crate) fn leave(&self) -> Option<Running> {
         self.0.lock().take()
     }
 
     /// A copy of the run in progress, if any (a snapshot's read).
-    fn copy(&self) -> Option<Run> {
-        self.0.lock().as_ref().map(|r| Run {
-            job: r.job.clone(),
+    fn copy(&self) -> Option<Running> {
+        self.0.lock().as_ref().map(|r| Running {
+            task: r.task.clone(),
             started: r.started,
             deadline: r.deadline,
         })
@@ -94,14 +94,14 @@ impl Slot {
 
 /// The slots of the live workers.
 #[derive(Default)]
-pub(crate) struct Running {
-    slots: Mutex<Vec<Arc<Slot>>>,
+pub(crate) struct RunSlots {
+    slots: Mutex<Vec<Arc<RunSlot>>>,
 }
 
-impl Running {
+impl RunSlots {
     /// A new worker's slot.
-    pub(crate) fn register(&self) -> Arc<Slot> {
-        let slot = Arc::new(Slot::default());
+    pub(crate) fn register(&self) -> Arc<RunSlot> {
+        let slot = Arc::new(RunSlot::default());
         self.slots.lock().push(slot.clone());
         slot
     }
@@ -109,7 +109,7 @@ impl Running {
     /// A worker is exiting: its slot leaves the registry (empty: the worker ran its last
     /// run to its `leave`, or unwound, in which case what it held is dropped here, after
     /// the registry's lock).
-    pub(crate) fn unregister(&self, slot: &Arc<Slot>) {
+    pub(crate) fn unregister(&self, slot: &Arc<RunSlot>) {
         let mut slots = self.slots.lock();
         if let Some(i) = slots.iter().position(|s| Arc::ptr_eq(s, slot)) {
             slots.swap_remove(i);
@@ -120,8 +120,8 @@ impl Running {
 
     /// Copies of the runs in progress, taken while the caller holds every shard's lock
     /// (see the module notes). RN1: the caller drops them after unlocking.
-    pub(crate) fn snapshot(&self) -> Vec<Run> {
-        let slots: Vec<Arc<Slot>> = self.slots.lock().clone();
+    pub(crate) fn snapshot(&self) -> Vec<Running> {
+        let slots: Vec<Arc<RunSlot>> = self.slots.lock().clone();
         slots.iter().filter_map(|s| s.copy()).collect()
     }
 }

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::control::{Control, RunState};
 use super::entry::Queue;
-use super::running::Running;
+use super::running::RunSlots;
 use super::{Policy, Stripe, Tally};
 use crate::clock::{AdvanceListener, Clock};
 use crate::config::Config;
@@ -81,13 +81,13 @@ pub(crate) struct Pool {
     pub(crate) sleepers: Sleepers,
     pub(super) reject_log: Sampled<Rejection>,
     /// The workers' runs in progress, for the task list (`running.rs`).
-    pub(super) running: Running,
+    pub(super) running: RunSlots,
     /// Every run's duration (feature `metrics`; recorded like `lateness`).
     #[cfg(feature = "metrics")]
     pub(crate) run_time: RunTimeHistogram,
-    /// The histogram counts already published (`publish.rs`, MX2).
+    /// The histogram counts already handed to the recorder (`publish.rs`, MX2).
     #[cfg(feature = "metrics")]
-    pub(super) published: crate::sync::Mutex<crate::stats::Published>,
+    pub(super) handed: crate::sync::Mutex<crate::stats::Handed>,
     /// The task names with a run-time series of their own (`telemetry.rs`, MX3).
     #[cfg(feature = "metrics")]
     pub(super) task_series: crate::telemetry::TaskSeries,
@@ -104,7 +104,7 @@ impl Pool {
     /// The core of a new executor, registered with its clock.
     pub(crate) fn new(config: Config) -> Arc<Pool> {
         let clock = config.clock.clone().map_or_else(Clock::real, Clock::Manual);
-        let shared = Arc::new(Pool {
+        let pool = Arc::new(Pool {
             queue: ShardedQueue::new(
                 clock.clone(),
                 shard_count(),
@@ -125,24 +125,24 @@ impl Pool {
             epoch: AtomicU64::new(0),
             late_log: Sampled::default(),
             reject_log: Sampled::default(),
-            running: Running::default(),
+            running: RunSlots::default(),
             #[cfg(feature = "metrics")]
             run_time: Histogram::new(),
             #[cfg(feature = "metrics")]
-            published: crate::sync::Mutex::default(),
+            handed: crate::sync::Mutex::default(),
             #[cfg(feature = "metrics")]
             task_series: crate::telemetry::TaskSeries::new(config.max_task_series),
             sleepers: Sleepers::new(),
             config,
         });
         let listener: Weak<dyn AdvanceListener> =
-            Arc::downgrade(&shared) as Weak<dyn AdvanceListener>;
+            Arc::downgrade(&pool) as Weak<dyn AdvanceListener>;
         clock.register(listener);
-        for g in shared.queue.lock_all().shards() {
-            g.ext().stripe = Some(Stripe::new(shared.clone())); // until `release_stripes`
+        for g in pool.queue.lock_all().shards() {
+            g.ext().stripe = Some(Stripe::new(pool.clone())); // until `release_stripes`
         }
 
-        shared
+        pool
     }
 
     /// The last executor handle is gone: the shards give up their stripes, so the pool is
@@ -158,14 +158,14 @@ impl Pool {
         drop(stripes); // outside the locks: it may drop the pool's memory's last holders
     }
 
-    /// The environment of a run of `job` on the calling thread, now (`CallerRuns`,
+    /// The environment of a run of `task` on the calling thread, now (`CallerRuns`,
     /// `PendingTask::run`): the pool's clock and the pool itself, no counters.
-    pub(crate) fn env_now<'a>(self: &'a Arc<Self>, job: &'a TaskRef) -> RunEnv<'a> {
+    pub(crate) fn env_now<'a>(self: &'a Arc<Self>, task: &'a TaskRef) -> RunEnv<'a> {
         RunEnv {
             now: self.clock().now(),
             clock: self.clock(),
             counters: None,
-            job: Some(job),
+            task: Some(task),
             pool: Some(self),
             on_worker: false,
         }

@@ -89,7 +89,7 @@ impl Pool {
         let keep_delayed = self.execute_delayed.load(Ordering::Relaxed);
         let now = self.clock().now();
         let removed = q.extract_if(|e| {
-            let h = e.value.header();
+            let h = e.task.header();
             h.state() == State::Cancelled
                 || if h.is_periodic() {
                     !keep_periodic
@@ -100,7 +100,7 @@ impl Pool {
         removed
             .into_iter()
             .map(|e| {
-                let won = e.value.header().cancel();
+                let won = e.task.header().cancel();
                 if won {
                     crate::stats::bump(&self.counters.cancelled);
                 }
@@ -128,8 +128,8 @@ impl Pool {
         self.finisher_done();
         entries
             .into_iter()
-            .map(|e| e.value)
-            .filter(|job| job.header().state() == State::Scheduled)
+            .map(|e| e.task)
+            .filter(|task| task.header().state() == State::Scheduled)
             .collect()
     }
 
@@ -137,7 +137,7 @@ impl Pool {
         let removed = self
             .queue
             .lock_all()
-            .extract_if(|e| e.value.header().state() == State::Cancelled);
+            .extract_if(|e| e.task.header().state() == State::Cancelled);
         wake_if_drained(self);
         removed.len()
     }
@@ -165,9 +165,9 @@ impl Pool {
 /// E3: after shutdown, a drained queue wakes every idle worker so it can exit. Called
 /// with no shard locked, after a removal; `is_empty_synced` makes sure that of two
 /// threads emptying the last two shards at once, one sees both empty.
-pub(super) fn wake_if_drained(shared: &Pool) {
-    if !shared.control.load().is_running() && shared.queue.is_empty_synced() {
-        shared.queue.wake_all();
+pub(super) fn wake_if_drained(pool: &Pool) {
+    if !pool.control.load().is_running() && pool.queue.is_empty_synced() {
+        pool.queue.wake_all();
     }
 }
 
@@ -175,7 +175,7 @@ pub(super) fn wake_if_drained(shared: &Pool) {
 pub(super) fn finish_removed(removed: Vec<(Entry, bool)>) {
     for (entry, won) in removed {
         if won {
-            entry.value.finish_cancelled();
+            entry.task.finish_cancelled();
         }
         crate::task::drop_quietly(entry);
     }

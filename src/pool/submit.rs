@@ -159,20 +159,20 @@ impl Pool {
     #[inline]
     pub(crate) fn submit(
         self: &Arc<Self>,
-        job: TaskRef,
+        task: TaskRef,
         now: Option<Ticks>,
         future: bool,
     ) -> Result<Option<Arc<Stripe>>, ScheduleError> {
         let published = if self.config.max_queued_tasks == usize::MAX {
             let mut q = self.queue.lock(self.queue.local_shard());
-            self.publish(&mut q, job, now, 0, future)
+            self.publish(&mut q, task, now, 0, future)
         } else {
             // A bounded queue counts every shard's tasks under every shard's lock.
             let mut all = self.queue.lock_all();
             let queued = all.len();
             self.publish(
                 all.shard(self.queue.local_shard()),
-                job,
+                task,
                 now,
                 queued,
                 future,
@@ -182,17 +182,17 @@ impl Pool {
             Ok(p) => {
                 if let Some(index) = p.spawn {
                     if let Err(error) = self.start_worker(index) {
-                        let job = p.job.as_deref().expect("kept when a worker is started");
-                        if let Some(job) = self.unqueue_if_workerless(job, true) {
+                        let task = p.task.as_deref().expect("kept when a worker is started");
+                        if let Some(task) = self.unqueue_if_workerless(task, true) {
                             stats::bump(&self.counters.rejected);
-                            crate::task::drop_quietly(job);
+                            crate::task::drop_quietly(task);
                             return Err(ScheduleError::ThreadSpawn(SpawnError::new(error)));
                         }
                     }
                 }
                 Ok(p.stripe)
             }
-            Err((job, reason)) => self.refuse(job, reason).map(|()| None),
+            Err((task, reason)) => self.refuse(task, reason).map(|()| None),
         }
     }
 
@@ -205,7 +205,7 @@ impl Pool {
     pub(crate) fn publish(
         &self,
         q: &mut Guard<'_>,
-        job: TaskRef,
+        task: TaskRef,
         now: Option<Ticks>,
         queued: usize,
         future: bool,
@@ -213,33 +213,27 @@ impl Pool {
         // E2: the run state is read in the critical section that publishes the task, and
         // `shutdown` changes it before its own pass over the queue.
         if !self.control.load().is_running() {
-            return Err((job, ScheduleError::Shutdown));
+            return Err((task, ScheduleError::Shutdown));
         }
         if queued >= self.config.max_queued_tasks {
-            return Err((job, ScheduleError::QueueFull));
+            return Err((task, ScheduleError::QueueFull));
         }
         // E1: reserved in the same critical section, so a worker releasing its slot in
         // its own critical section either is seen here or sees this task.
         let spawn = self.control.reserve_for_task(self.core_pool_size());
-        let deadline = job.header().deadline();
+        let deadline = task.header().deadline();
         let due = now.is_some_and(|now| deadline <= now);
         let seq = q.next_seq(now);
-        job.header().settle(q.index()); // the task's home shard from now on (T4)
-        job.header().set_seq(seq); // queued from here on: the node holds the deadline
+        task.header().settle(q.index()); // the task's home shard from now on (T4)
+        task.header().set_seq(seq); // queued from here on: the node holds the deadline
         q.ext().submitted += 1; // counted in the critical section that accepts it
 
         // A copy to take the task back by if the worker cannot be started (E1): only when
         // one is to be started, so the common path counts no reference.
-        let kept = spawn.is_some().then(|| job.clone());
-        q.push_tracked(
-            Entry {
-                deadline,
-                value: job,
-            },
-            due,
-        );
+        let kept = spawn.is_some().then(|| task.clone());
+        q.push_tracked(Entry { deadline, task }, due);
         Ok(Published {
-            job: kept,
+            task: kept,
             spawn,
             // This shard's reference count, not the pool's; none for `execute`.
             stripe: if future { q.ext().stripe.clone() } else { None },
@@ -267,7 +261,7 @@ impl Pool {
 
     /// The rejection policy, applied outside the lock.
     #[cold]
-    fn refuse(self: &Arc<Self>, job: TaskRef, reason: ScheduleError) -> Result<(), ScheduleError> {
+    fn refuse(self: &Arc<Self>, task: TaskRef, reason: ScheduleError) -> Result<(), ScheduleError> {
         stats::bump(&self.counters.rejected);
         let policy = match reason {
             ScheduleError::QueueFull => self.config.rejection_policy,
@@ -285,67 +279,67 @@ impl Pool {
         }
         match policy {
             RejectionPolicy::Abort => {
-                crate::task::drop_quietly(job); // a panicking Drop stays contained
+                crate::task::drop_quietly(task); // a panicking Drop stays contained
                 Err(reason)
             }
             RejectionPolicy::CallerRuns => {
-                let report = job.run_now(&self.env_now(&job), false);
+                let report = task.run_now(&self.env_now(&task), false);
                 if let Some(next) = report.next {
-                    self.requeue(job, next);
+                    self.requeue(task, next);
                 }
                 Ok(())
             }
             RejectionPolicy::Discard => {
-                if job.header().cancel() {
-                    job.finish_cancelled();
+                if task.header().cancel() {
+                    task.finish_cancelled();
                 }
                 Ok(())
             }
         }
     }
 
-    /// After a failed thread start: if no worker is left, takes `job` back out of the
+    /// After a failed thread start: if no worker is left, takes `task` back out of the
     /// queue so it is not stranded (E1), and returns it; `new`: it was a new submission
     /// (un-counted again), not a re-queue.
     #[cold]
-    pub(super) fn unqueue_if_workerless(&self, job: &dyn Task, new: bool) -> Option<TaskRef> {
+    pub(super) fn unqueue_if_workerless(&self, task: &dyn Task, new: bool) -> Option<TaskRef> {
         // E1: workers release their slots only under every shard's lock, so this shard's
         // lock orders the check against them.
-        let mut q = self.queue.lock(job.header().home()); // T4
+        let mut q = self.queue.lock(task.header().home()); // T4
         if self.control.load().workers() > 0 {
             return None;
         }
-        let removed = q.remove_tracked(&job.header().position);
+        let removed = q.remove_tracked(&task.header().position);
         if new && removed.is_some() {
             q.ext().submitted -= 1; // refused after all: not a task the pool took
         }
-        removed.map(|e| e.value)
+        removed.map(|e| e.task)
     }
 
     /// Re-queues a periodic task after a run, if the run state allows (E2). For runs on
     /// the caller's thread (`CallerRuns`); workers re-queue inside `next_task`.
-    pub(crate) fn requeue(self: &Arc<Self>, job: TaskRef, next: Ticks) {
-        let home = job.header().home();
+    pub(crate) fn requeue(self: &Arc<Self>, task: TaskRef, next: Ticks) {
+        let home = task.header().home();
         // A copy to take the task back by if a worker cannot be started (E1); this path
         // (`CallerRuns`) is not a hot one.
-        let kept = job.clone();
+        let kept = task.clone();
         let mut q = self.queue.lock(home);
-        let outcome = self.requeue_locked(&mut q, job, next);
+        let outcome = self.requeue_locked(&mut q, task, next);
         let spawn = match outcome {
             Requeued::Queued => self.control.reserve_for_task(self.core_pool_size()),
             _ => None,
         };
         drop(q);
         match outcome {
-            Requeued::Refused(job) => job.finish_cancelled(),
-            Requeued::Dropped(job) => crate::task::drop_quietly(job), // U1: unlocked
+            Requeued::Refused(task) => task.finish_cancelled(),
+            Requeued::Dropped(task) => crate::task::drop_quietly(task), // U1: unlocked
             Requeued::Queued => {}
         }
         if let Some(index) = spawn {
             if self.start_worker(index).is_err() {
-                if let Some(job) = self.unqueue_if_workerless(&*kept, false) {
-                    if job.header().cancel() {
-                        job.finish_cancelled();
+                if let Some(task) = self.unqueue_if_workerless(&*kept, false) {
+                    if task.header().cancel() {
+                        task.finish_cancelled();
                     }
                 }
             }
@@ -379,11 +373,11 @@ impl Pool {
     /// The decision and the push of a re-queue, under the lock of the task's home shard
     /// (E2, T4). A refused task has been cancelled here and must be finished by the
     /// caller after unlocking (T2, I4).
-    pub(super) fn requeue_locked(&self, q: &mut Guard<'_>, job: TaskRef, next: Ticks) -> Requeued {
-        let header = job.header();
+    pub(super) fn requeue_locked(&self, q: &mut Guard<'_>, task: TaskRef, next: Ticks) -> Requeued {
+        let header = task.header();
         debug_assert_eq!(q.index(), header.home(), "T4: the home shard");
         if header.state() != State::Scheduled {
-            return Requeued::Dropped(job); // cancelled since its run ended; the canceller completes it
+            return Requeued::Dropped(task); // cancelled since its run ended; the canceller completes it
         }
         let allowed = match self.control.load().run_state() {
             RunState::Running => true,
@@ -393,15 +387,15 @@ impl Pool {
         if !allowed {
             return if header.cancel() {
                 stats::bump(&self.counters.cancelled);
-                Requeued::Refused(job)
+                Requeued::Refused(task)
             } else {
-                Requeued::Dropped(job)
+                Requeued::Dropped(task)
             };
         }
-        let rescheduled = job
+        let rescheduled = task
             .rescheduled()
             .map_or(NO_DEADLINE, |c| q.replace(c, NO_DEADLINE));
-        let next = match job.after_extra() {
+        let next = match task.after_extra() {
             Some(after) => Self::after_extra(q, after, rescheduled, next),
             None if rescheduled == NO_DEADLINE => next,
             None => rescheduled,
@@ -411,7 +405,7 @@ impl Pool {
         q.push_tracked(
             Entry {
                 deadline: next,
-                value: job,
+                task,
             },
             false,
         );
@@ -423,7 +417,7 @@ impl Pool {
 pub(crate) struct Published {
     /// A reference to the task, kept only when a worker is to be started for it, to take
     /// it back by if that fails (E1).
-    pub(crate) job: Option<TaskRef>,
+    pub(crate) task: Option<TaskRef>,
     /// A worker slot reserved for it, to start after unlocking (E1).
     pub(crate) spawn: Option<usize>,
     /// The shard's reference to the pool for the task's future.

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use super::control::RunState;
 use super::entry::Entry;
-use super::running::Slot;
+use super::running::RunSlot;
 use super::shared::{LateStart, Pool};
 use super::shutdown::wake_if_drained;
 use super::submit::Requeued;
@@ -33,57 +33,54 @@ thread_local! {
     static CURRENT_POOL: Cell<usize> = const { Cell::new(0) };
 }
 
-/// `true` on one of `shared`'s own worker threads (so `close` must not wait for itself).
-pub(crate) fn is_worker_of(shared: &Pool) -> bool {
-    CURRENT_POOL.with(|p| p.get() == shared as *const Pool as usize)
+/// `true` on one of `pool`'s own worker threads (so `close` must not wait for itself).
+pub(crate) fn is_worker_of(pool: &Pool) -> bool {
+    CURRENT_POOL.with(|p| p.get() == pool as *const Pool as usize)
 }
 
 /// WK1: runs `worker_exited` even if the loop unwinds.
 struct ExitGuard {
-    shared: Arc<Pool>,
+    pool: Arc<Pool>,
     released: bool,
     active: bool,
     /// The worker's run in progress, for the task list (`running.rs`).
-    slot: Arc<Slot>,
+    slot: Arc<RunSlot>,
 }
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
-        self.shared.running.unregister(&self.slot);
-        self.shared.worker_exited(self.released, self.active);
+        self.pool.running.unregister(&self.slot);
+        self.pool.worker_exited(self.released, self.active);
     }
 }
 
 /// The body of worker thread `index`.
-pub(crate) fn run(shared: Arc<Pool>, index: usize) {
-    CURRENT_POOL.with(|p| p.set(Arc::as_ptr(&shared) as usize));
-    reduce_timer_slack(shared.name());
+pub(crate) fn run(pool: Arc<Pool>, index: usize) {
+    CURRENT_POOL.with(|p| p.set(Arc::as_ptr(&pool) as usize));
+    reduce_timer_slack(pool.name());
     crate::user::traced(
-        || tracing::debug!(target: "schedpool", pool = shared.name(), worker = index, "worker started"),
+        || tracing::debug!(target: "schedpool", pool = pool.name(), worker = index, "worker started"),
     );
-    let slot = shared.running.register();
+    let slot = pool.running.register();
     let mut guard = ExitGuard {
-        shared,
+        pool,
         released: false,
         active: false,
         slot,
     };
     run_hook(
-        guard.shared.config.on_thread_start.as_ref(),
+        guard.pool.config.on_thread_start.as_ref(),
         "on_thread_start",
-        guard.shared.name(),
+        guard.pool.name(),
     );
     let mut requeue = None;
     loop {
         let finished = guard.active;
         guard.active = false;
-        match guard
-            .shared
-            .next_task(finished, requeue.take(), &guard.slot)
-        {
+        match guard.pool.next_task(finished, requeue.take(), &guard.slot) {
             Some((entry, now)) => {
                 guard.active = true;
-                requeue = run_task(&guard.shared, index, &guard.slot, entry, now);
+                requeue = run_task(&guard.pool, index, &guard.slot, entry, now);
             }
             None => {
                 guard.released = true;
@@ -92,12 +89,12 @@ pub(crate) fn run(shared: Arc<Pool>, index: usize) {
         }
     }
     run_hook(
-        guard.shared.config.on_thread_stop.as_ref(),
+        guard.pool.config.on_thread_stop.as_ref(),
         "on_thread_stop",
-        guard.shared.name(),
+        guard.pool.name(),
     );
     crate::user::traced(
-        || tracing::debug!(target: "schedpool", pool = guard.shared.name(), worker = index, "worker exiting"),
+        || tracing::debug!(target: "schedpool", pool = guard.pool.name(), worker = index, "worker exiting"),
     );
     CURRENT_POOL.with(|p| p.set(0));
 }
@@ -110,15 +107,11 @@ pub(crate) fn run(shared: Arc<Pool>, index: usize) {
 fn run_task(
     pool: &Arc<Pool>,
     index: usize,
-    slot: &Slot,
+    slot: &RunSlot,
     entry: Entry,
     now: clock::Ticks,
 ) -> Option<(TaskRef, clock::Ticks)> {
-    let Entry {
-        deadline,
-        value: task,
-        ..
-    } = entry;
+    let Entry { deadline, task, .. } = entry;
     let report = run_in_span(pool, index, &task, now, clock::since(now, deadline));
     probe!(Take);
     account(pool, index, &task, &report, now, deadline);
@@ -173,7 +166,7 @@ fn run_in_span(
         now,
         clock: pool.clock(),
         counters: Some(&pool.counters),
-        job: Some(task),
+        task: Some(task),
         pool: Some(pool),
         on_worker: true,
     };
@@ -358,8 +351,8 @@ impl Pool {
         if let Some(size) = self.config.thread_stack_size {
             builder = builder.stack_size(size);
         }
-        let shared = self.clone();
-        match builder.spawn(move || run(shared, index)) {
+        let pool = self.clone();
+        match builder.spawn(move || run(pool, index)) {
             Ok(_) => Ok(()),
             Err(err) => {
                 crate::user::traced(
@@ -382,11 +375,11 @@ impl Pool {
         &self,
         finished: bool,
         requeue: Option<(TaskRef, Ticks)>,
-        slot: &Slot,
+        slot: &RunSlot,
     ) -> Option<(Entry, Ticks)> {
-        if let Some((job, next)) = requeue {
-            let mut q = self.queue.lock(job.header().home());
-            let requeued = self.requeue_locked(&mut q, job, next);
+        if let Some((task, next)) = requeue {
+            let mut q = self.queue.lock(task.header().home());
+            let requeued = self.requeue_locked(&mut q, task, next);
             drop(q);
             // RN1: out of the slot once re-queued (never the copy's last holder), and
             // before a refused or dropped task loses the worker's reference.
@@ -394,9 +387,9 @@ impl Pool {
             match requeued {
                 Requeued::Queued => {}
                 // Rare (after shutdown): complete its future without the lock.
-                Requeued::Refused(job) => job.finish_cancelled(),
+                Requeued::Refused(task) => task.finish_cancelled(),
                 // U1: maybe the last reference, dropped unlocked.
-                Requeued::Dropped(job) => drop_quietly(job),
+                Requeued::Dropped(task) => drop_quietly(task),
             }
         }
         if finished {
@@ -439,7 +432,7 @@ impl Pool {
                         || (surplus && !timed && empty) // may time out now: re-decide
                 },
                 // RN1: in the slot from the critical section that pops it.
-                |entry, now| slot.enter(&entry.value, now, entry.deadline),
+                |entry, now| slot.enter(&entry.task, now, entry.deadline),
             );
             match taken {
                 Take::Item(entry, now) => {

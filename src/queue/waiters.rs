@@ -134,7 +134,7 @@ impl Waiters {
 
     /// A taker leads (F1).
     #[inline]
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn leader(&self) -> bool {
         self.leader
     }
@@ -153,7 +153,7 @@ impl Waiters {
 
     /// A follower waits as the backup (F5).
     #[inline]
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn backup(&self) -> bool {
         self.backup
     }
@@ -170,7 +170,7 @@ impl Waiters {
 
     /// Records a leader for `head` that means to take it at `take_at` and then never runs
     /// again (a thread the machine keeps off its CPU), for the tests of F5.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn pretend_leader(&mut self, head: Ticks, take_at: Instant) {
         self.leader = true;
         self.lead_until = head;

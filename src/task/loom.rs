@@ -17,7 +17,7 @@ fn bare_env(clock: &Clock) -> RunEnv<'_> {
         now: 0,
         clock,
         counters: None,
-        job: None,
+        task: None,
         pool: None,
         on_worker: false,
     }
@@ -36,7 +36,7 @@ impl Drop for DropCount {
 /// An executor on a `ManualClock` whose only worker is played by a model thread (no
 /// thread starts), and its core.
 fn pool_with_model_worker() -> (crate::ScheduledThreadPoolExecutor, Arc<Pool>) {
-    crate::pool::loom::pool(Builder::new())
+    crate::pool::loom::model_pool(Builder::new())
 }
 
 /// T1–T3: a one-shot is either run or cancelled, never both; its closure is dropped exactly
@@ -82,7 +82,7 @@ fn loom_cancel_vs_start() {
 #[test]
 fn loom_cancel_vs_periodic_requeue() {
     loom::model(|| {
-        let (ex, shared) = pool_with_model_worker();
+        let (ex, pool) = pool_with_model_worker();
         let drops = Arc::new(AtomicUsize::new(0));
         let guard = DropCount(drops.clone());
         let rule = Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
@@ -101,27 +101,27 @@ fn loom_cancel_vs_periodic_requeue() {
             }),
         ));
         let job = task.task().clone();
-        shared.submit(job, None, true).unwrap();
+        pool.submit(job, None, true).unwrap();
         let home = task.header().home();
         let worker = {
-            let shared = shared.clone();
+            let pool = pool.clone();
             thread::spawn(move || {
                 // None: the cancel below removed it first.
-                let polled = shared.queue.lock(home).poll();
+                let polled = pool.queue.lock(home).poll();
                 if let Some(entry) = polled {
-                    let report = entry.value.run(&bare_env(shared.clock()));
+                    let report = entry.task.run(&bare_env(pool.clock()));
                     if let Some(next) = report.next {
-                        shared.requeue(entry.value, next);
+                        pool.requeue(entry.task, next);
                     }
                 }
             })
         };
         assert!(
-            shared.cancel(&**task, false),
+            pool.cancel(&**task, false),
             "a periodic task is cancellable until it ends"
         );
         worker.join().unwrap();
-        assert_eq!(shared.queue.len(), 0, "E2: not left in the queue");
+        assert_eq!(pool.queue.len(), 0, "E2: not left in the queue");
         assert_eq!(task.header().state(), State::Cancelled);
         assert_eq!(drops.load(Ordering::SeqCst), 1, "T3");
         assert!(task.outcome().wait_take().unwrap_err().is_cancelled());
@@ -424,18 +424,18 @@ fn loom_timed_out_waiter_leaves_only_its_own_registration() {
 #[test]
 fn loom_shutdown_vs_schedule() {
     loom::model(|| {
-        let (ex, shared) = pool_with_model_worker();
+        let (ex, pool) = pool_with_model_worker();
         let task = TaskRef::new_typed(OnceTask::new(1_000_000, Plain(|| ())));
         let submitter = {
-            let (shared, task) = (shared.clone(), task.clone());
+            let (pool, task) = (pool.clone(), task.clone());
             thread::spawn(move || {
                 let job = task.task().clone();
-                shared.submit(job, None, true).is_ok()
+                pool.submit(job, None, true).is_ok()
             })
         };
         ex.shutdown();
         let accepted = submitter.join().unwrap();
-        let queued = shared.queue.len();
+        let queued = pool.queue.len();
         assert_eq!(queued, usize::from(accepted), "accepted ⇔ queued");
         assert_eq!(task.header().state(), State::Scheduled);
         let stats = ex.stats();
@@ -448,7 +448,7 @@ fn loom_shutdown_vs_schedule() {
 #[test]
 fn loom_shutdown_vs_periodic_requeue() {
     loom::model(|| {
-        let (ex, shared) = pool_with_model_worker();
+        let (ex, pool) = pool_with_model_worker();
         let rule = Schedule::FixedRate(Duration::from_millis(1), MissedTicks::Burst);
         let limits = Limits {
             on_panic: OnPanic::Stop,
@@ -457,24 +457,24 @@ fn loom_shutdown_vs_periodic_requeue() {
         };
         let task = TaskRef::new_typed(PeriodicTask::new(0, rule, limits, None, Plain(|| ())));
         let job = task.task().clone();
-        shared.submit(job, None, true).unwrap();
-        let entry = shared
+        pool.submit(job, None, true).unwrap();
+        let entry = pool
             .queue
             .lock(task.header().home())
             .poll()
             .expect("due at 0");
         let worker = {
-            let shared = shared.clone();
+            let pool = pool.clone();
             thread::spawn(move || {
-                let report = entry.value.run(&bare_env(shared.clock()));
+                let report = entry.task.run(&bare_env(pool.clock()));
                 if let Some(next) = report.next {
-                    shared.requeue(entry.value, next);
+                    pool.requeue(entry.task, next);
                 }
             })
         };
         ex.shutdown();
         worker.join().unwrap();
-        assert_eq!(shared.queue.len(), 0, "not re-queued after shutdown");
+        assert_eq!(pool.queue.len(), 0, "not re-queued after shutdown");
         assert_eq!(task.header().state(), State::Cancelled);
         assert!(task.outcome().wait_take().unwrap_err().is_cancelled());
     });
@@ -485,17 +485,17 @@ fn loom_shutdown_vs_periodic_requeue() {
 #[test]
 fn loom_cancel_vs_reschedule() {
     loom::model(|| {
-        let (_ex, shared) = pool_with_model_worker();
+        let (_ex, pool) = pool_with_model_worker();
         let task = TaskRef::new_typed(OnceTask::new(5_000_000, Plain(|| ())));
         let job = task.task().clone();
-        shared.submit(job, None, true).unwrap();
+        pool.submit(job, None, true).unwrap();
         let rescheduler = {
-            let (shared, task) = (shared.clone(), task.clone());
-            thread::spawn(move || shared.reschedule(&**task, 1_000_000, None))
+            let (pool, task) = (pool.clone(), task.clone());
+            thread::spawn(move || pool.reschedule(&**task, 1_000_000, None))
         };
-        assert!(shared.cancel(&**task, false));
+        assert!(pool.cancel(&**task, false));
         rescheduler.join().unwrap();
-        assert_eq!(shared.queue.len(), 0);
+        assert_eq!(pool.queue.len(), 0);
         assert_eq!(task.header().state(), State::Cancelled);
     });
 }

@@ -193,7 +193,7 @@ pub(crate) mod testing {
             now,
             clock,
             counters: None,
-            job: None,
+            task: None,
             pool: None,
             on_worker: false,
         }

@@ -31,7 +31,7 @@ struct Body<F> {
 /// task's runner (T1: one at a time, and each run's start is ordered after the previous
 /// run's end by the queue's lock), read by snapshots (`TaskInfo`). `Relaxed`: reporting
 /// only; the runner reads back its own writes.
-struct Ledger {
+struct RunLog {
     /// Runs so far (skipped ones excluded).
     runs: StatCounter,
     /// How the last run went (`stats::LastRun::code`; 0: none yet).
@@ -44,7 +44,7 @@ struct Ledger {
     pause: Mutex<Option<Pause>>,
 }
 
-impl Ledger {
+impl RunLog {
     fn runs(&self) -> u64 {
         self.runs.load(Ordering::Relaxed)
     }
@@ -99,7 +99,7 @@ pub(crate) struct PeriodicTask<F: PeriodicBody> {
     schedule: Schedule,
     limits: Limits,
     /// Runs so far and how the last one went, for snapshots.
-    ledger: Ledger,
+    log: RunLog,
     /// A named task's run-time series (feature `metrics`).
     timer: Option<TaskTimer>,
     /// The closure while SCHEDULED (T3), then the outcome.
@@ -126,7 +126,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             paused: AtomicBool::new(false),
             schedule,
             limits,
-            ledger: Ledger {
+            log: RunLog {
                 runs: StatCounter::new(0),
                 last: StatByte::new(0),
                 started: StatCounter::new(NO_DEADLINE),
@@ -220,7 +220,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             scheduled,
             started: now,
             finished: now,
-            runs: self.ledger.runs(),
+            runs: self.log.runs(),
             panicked: false,
         };
         let times = if self.paused.load(Ordering::Relaxed) && !then_cancel {
@@ -228,10 +228,10 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             // fixed-rate task keeps its grid). A run on the caller's thread
             // (`PendingTask::run`) runs.
             report.paused = true;
-            self.ledger.set_last(LastRun::Paused);
+            self.log.set_last(LastRun::Paused);
             skipped()
         } else {
-            self.ledger.started.store(now, Ordering::Relaxed);
+            self.log.started.store(now, Ordering::Relaxed);
             let late = self
                 .limits
                 .max_lateness
@@ -239,7 +239,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             if late && !then_cancel {
                 // Skipped: the rule runs as if the run had started and finished now.
                 report.skipped = true;
-                self.ledger.set_last(LastRun::Skipped);
+                self.log.set_last(LastRun::Skipped);
                 skipped()
             } else {
                 match self.call(env, then_cancel, scheduled, body, report) {
@@ -276,7 +276,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             env,
             header: &self.header,
             deadline: scheduled,
-            runs: self.ledger.runs() + 1,
+            runs: self.log.runs() + 1,
             task_name: self.name.as_deref(),
             lease: None,
         };
@@ -289,14 +289,14 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 return ControlFlow::Break(AfterRun::Cancelled);
             }
             self.declined(why, report);
-            return ControlFlow::Continue(times(self.ledger.runs(), false));
+            return ControlFlow::Continue(times(self.log.runs(), false));
         }
-        self.ledger.set_pause(None);
+        self.log.set_pause(None);
         count_run(env.counters, outcome.is_err());
-        let runs = self.ledger.runs() + 1;
-        self.ledger.runs.store(runs, Ordering::Relaxed);
+        let runs = self.log.runs() + 1;
+        self.log.runs.store(runs, Ordering::Relaxed);
         report.ran = true;
-        self.ledger.set_last(if outcome.is_err() {
+        self.log.set_last(if outcome.is_err() {
             LastRun::Panicked
         } else if body.f.last_failed() {
             LastRun::Failed
@@ -343,7 +343,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         }
     }
 
-    /// A run the closure declined ([`Step::Skip`]): not counted as a run; the ledger keeps
+    /// A run the closure declined ([`Step::Skip`]): not counted as a run; the log keeps
     /// why, and the job's pause while its store reports one.
     fn declined(&self, why: Declined, report: &mut RunReport) {
         let last = match why {
@@ -351,15 +351,15 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             Declined::LockFailed => LastRun::LockFailed,
             Declined::Paused(pause) => {
                 report.paused = true; // counted as a paused run
-                self.ledger.set_pause(Some(pause));
+                self.log.set_pause(Some(pause));
                 LastRun::Paused
             }
         };
         if last != LastRun::Paused {
             // The store answered "held" (not paused), or could not be asked: no pause known.
-            self.ledger.set_pause(None);
+            self.log.set_pause(None);
         }
-        self.ledger.set_last(last);
+        self.log.set_last(last);
     }
 
     /// The end of a run that continues: RUNNING -> SCHEDULED with the next deadline, or,
@@ -417,12 +417,12 @@ impl<F: PeriodicBody> Task for PeriodicTask<F> {
     }
 
     fn record(&self) -> Record {
-        let started = self.ledger.started.load(Ordering::Relaxed);
+        let started = self.log.started.load(Ordering::Relaxed);
         Record {
-            runs: self.ledger.runs(),
-            last: LastRun::from_code(self.ledger.last.load(Ordering::Relaxed)),
+            runs: self.log.runs(),
+            last: LastRun::from_code(self.log.last.load(Ordering::Relaxed)),
             started: (started != NO_DEADLINE).then_some(started),
-            pause: self.ledger.pause.lock().clone(),
+            pause: self.log.pause.lock().clone(),
         }
     }
 

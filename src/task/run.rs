@@ -47,7 +47,7 @@ pub(crate) struct RunEnv<'a> {
     pub(crate) counters: Option<&'a Counters>,
     /// The task as the queue holds it (for a task context's cancel handle); `None` in
     /// unit tests that run a bare task.
-    pub(crate) job: Option<&'a TaskRef>,
+    pub(crate) task: Option<&'a TaskRef>,
     /// The pool that runs it, as far as a run may see it ([`Host`]: the task context,
     /// `body/context.rs`, and the exclusive runs, `body/exclusive.rs`, use it).
     pub(crate) pool: Option<&'a dyn Host>,
@@ -74,22 +74,22 @@ pub(crate) trait Host: Send + Sync {
     fn handle_host(&self) -> Arc<dyn Host>;
     /// The pool's clock.
     fn clock(&self) -> &Clock;
-    /// Cancels `job` (`ScheduledFuture::cancel`); with `interrupt`, a running one-shot
+    /// Cancels `task` (`ScheduledFuture::cancel`); with `interrupt`, a running one-shot
     /// too (`ScheduledFuture::interrupt`). `true` if this call cancelled it.
-    fn cancel(&self, job: &dyn Task, interrupt: bool) -> bool;
-    /// Moves `job`'s next run to `at` (`ScheduledFuture::reschedule`); `now`, a reading
+    fn cancel(&self, task: &dyn Task, interrupt: bool) -> bool;
+    /// Moves `task`'s next run to `at` (`ScheduledFuture::reschedule`); `now`, a reading
     /// of the pool's clock the caller made for `at`, stamps the move's sequence number
     /// (`None`: the queue reads the clock).
-    fn reschedule(&self, job: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool;
-    /// `job`'s deadline, in its queue node or its header (T4).
-    fn deadline_of(&self, job: &dyn Task) -> Ticks;
-    /// Pauses or resumes a periodic `job` (`ScheduledFuture::pause`, `resume`); `true`
+    fn reschedule(&self, task: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool;
+    /// `task`'s deadline, in its queue node or its header (T4).
+    fn deadline_of(&self, task: &dyn Task) -> Ticks;
+    /// Pauses or resumes a periodic `task` (`ScheduledFuture::pause`, `resume`); `true`
     /// if this call changed it.
-    fn pause(&self, job: &dyn Task, pause: bool) -> bool;
-    /// One extra run of `job` as soon as a worker is free (`ScheduledFuture::run_now`).
-    fn run_now(&self, job: &dyn Task) -> bool;
-    /// Runs `job` once on this thread and then ends it (`PendingTask::run`).
-    fn run_here(&self, job: &TaskRef);
+    fn pause(&self, task: &dyn Task, pause: bool) -> bool;
+    /// One extra run of `task` as soon as a worker is free (`ScheduledFuture::run_now`).
+    fn run_now(&self, task: &dyn Task) -> bool;
+    /// Runs `task` once on this thread and then ends it (`PendingTask::run`).
+    fn run_here(&self, task: &TaskRef);
 }
 
 /// What a task's closure is called with: the environment, and this run's facts.
