@@ -146,36 +146,11 @@ impl<E: Timed, K: LaneKeeper<E>> Store<E, K> {
 
     /// The earliest deadline after `now` (`Some(None)`: none), or `None` if finding it
     /// would walk more than `budget` due entries. Lane entries were due when queued, so
-    /// only the heap holds deadlines after `now`; the due entries of the heap are a
-    /// subtree at its root (H2), and the first deadline after them is the root or a
-    /// child of one of them: O(k · D) for k due.
+    /// only the heap holds deadlines after `now` (`IndexedHeap::first_not`: O(k · D) for
+    /// k due).
     pub(crate) fn first_after(&self, now: Ticks, budget: usize) -> Option<Option<Ticks>> {
-        // The usual case, a head not due (the timer with takes waiting): no walk.
-        match self.heap.peek().map(Timed::deadline) {
-            None => return Some(None),
-            Some(root) if root > now => return Some(Some(root)),
-            Some(_) => {}
-        }
-        let mut first: Option<Ticks> = None;
-        let mut due = 0;
-        let mut stack = vec![0];
-        while let Some(pos) = stack.pop() {
-            let Some(entry) = self.heap.get_at(pos) else {
-                continue;
-            };
-            let deadline = entry.deadline();
-            if deadline > now {
-                first = Some(first.map_or(deadline, |f| f.min(deadline)));
-                continue;
-            }
-            due += 1;
-            if due > budget {
-                return None;
-            }
-            let children = pos * DEFAULT_ARITY + 1;
-            stack.extend(children..children + DEFAULT_ARITY);
-        }
-        Some(first)
+        self.heap
+            .first_not(|e| e.deadline() <= now, Timed::deadline, budget)
     }
 
     /// Replaces the value of a [`LockedCell`] and returns the old one (I6).

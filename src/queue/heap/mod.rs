@@ -223,6 +223,50 @@ impl<E: Ordered, const D: usize, K: Keeper<E>> IndexedHeap<E, D, K> {
         self.nodes.get(pos).map(|n| &n.entry)
     }
 
+    /// The least `key` among the entries that are not `due`, `Some(None)` if every entry
+    /// is, or `None` if finding it would visit more than `budget` due entries. `due` must
+    /// hold for everything before a due entry (a deadline at or before now): then the due
+    /// entries are a subtree at the root (H2), and every other entry is, or descends from,
+    /// the root or a child of a due one, whose key is no greater than its descendants'. So
+    /// the walk visits the k due entries and their children: O(k · D). `key` is the
+    /// caller's, never the user's order (`Ordered::before` is not called).
+    pub(crate) fn first_not<T: Ord>(
+        &self,
+        due: impl Fn(&E) -> bool,
+        key: impl Fn(&E) -> T,
+        budget: usize,
+    ) -> Option<Option<T>> {
+        // The usual case, a root not due: no walk and no allocation.
+        match self.peek() {
+            None => return Some(None),
+            Some(root) if !due(root) => return Some(Some(key(root))),
+            Some(_) => {}
+        }
+        let mut first: Option<T> = None;
+        let mut visited = 0;
+        let mut stack = vec![0];
+        while let Some(pos) = stack.pop() {
+            let Some(node) = self.nodes.get(pos) else {
+                continue;
+            };
+            if !due(&node.entry) {
+                let k = key(&node.entry);
+                first = Some(match first {
+                    Some(f) if f <= k => f,
+                    _ => k,
+                });
+                continue;
+            }
+            visited += 1;
+            if visited > budget {
+                return None;
+            }
+            let children = pos * D + 1;
+            stack.extend(children..children + D);
+        }
+        Some(first)
+    }
+
     /// Inserts `entry`; returns the position it settled at. O(log n).
     ///
     /// # Panics
