@@ -18,7 +18,6 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-#[cfg(feature = "tokio")]
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -412,6 +411,82 @@ on_each_runtime!(
     fixed_delay_from_completion,
     fallible,
 );
+
+/// A parking runtime of one run that counts its waker's wake-ups, and tells when the run
+/// first went pending (by then the pool lists it among the waiting runs).
+#[derive(Clone, Default)]
+struct CountingRuntime {
+    wakes: Arc<AtomicUsize>,
+    pending: Arc<AtomicUsize>,
+}
+
+struct CountedUnpark(std::thread::Thread, Arc<AtomicUsize>);
+
+impl std::task::Wake for CountedUnpark {
+    fn wake(self: Arc<Self>) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+        self.0.unpark();
+    }
+}
+
+impl AsyncRuntime for CountingRuntime {
+    fn block_on(&self, mut future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+        let unpark = CountedUnpark(std::thread::current(), self.wakes.clone());
+        let waker = std::task::Waker::from(Arc::new(unpark));
+        let mut cx = Context::from_waker(&waker);
+        while future.as_mut().poll(&mut cx).is_pending() {
+            self.pending.fetch_add(1, Ordering::SeqCst);
+            std::thread::park();
+        }
+    }
+}
+
+/// An interrupt wakes its own task's run only: three others awaiting beside it on their
+/// workers are not woken (a cancel used to wake every waiting run: with a thousand
+/// awaiting, a thousand spurious polls; `docs/BENCHMARKS.md`, "A cancel wakes its own
+/// run"). `shutdown_now` then wakes them all.
+#[test]
+fn an_interrupt_wakes_its_own_run_and_no_other() {
+    let pool = ScheduledThreadPoolExecutor::new(4);
+    let runtimes: Vec<CountingRuntime> = (0..4).map(|_| CountingRuntime::default()).collect();
+    let jobs: Vec<_> = runtimes
+        .iter()
+        .map(|rt| {
+            pool.schedule_async(Duration::ZERO, rt.clone(), forever)
+                .unwrap()
+        })
+        .collect();
+    wait_for("every run awaits", || {
+        runtimes
+            .iter()
+            .all(|rt| rt.pending.load(Ordering::SeqCst) > 0)
+    });
+    let mut jobs = jobs.into_iter();
+    let first = jobs.next().unwrap();
+    assert!(first.interrupt());
+    assert!(matches!(outcome(first), Err(TaskError::Cancelled)));
+    assert_eq!(
+        runtimes[0].wakes.load(Ordering::SeqCst),
+        1,
+        "its own run is woken"
+    );
+    for rt in &runtimes[1..] {
+        assert_eq!(rt.wakes.load(Ordering::SeqCst), 0, "another run was woken");
+    }
+    let rest: Vec<_> = jobs.collect();
+    pool.shutdown_now();
+    for job in rest {
+        assert!(matches!(outcome(job), Err(TaskError::Cancelled)));
+    }
+    for rt in &runtimes[1..] {
+        assert_eq!(
+            rt.wakes.load(Ordering::SeqCst),
+            1,
+            "shutdown_now wakes every run"
+        );
+    }
+    pool.close();
+}
 
 /// An async job handed back by `shutdown_now` runs on the caller's thread
 /// (`PendingTask::run`), where `shutdown_now` does not stop it: its future completes.

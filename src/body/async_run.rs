@@ -48,7 +48,7 @@ use std::task::Poll;
 use super::context::{step_of, Attempt, TaskContext};
 use crate::runtime::AsyncRuntime;
 use crate::schedule::Next;
-use crate::task::{OnceBody, PeriodicBody, Ran, RunCx, Step};
+use crate::task::{sleepers, OnceBody, PeriodicBody, Ran, RunCx, Step};
 use crate::user::{self, Panic};
 
 /// A job's closure that makes a future for each run, with the runtime that runs it.
@@ -131,6 +131,7 @@ async fn awaited<Fut: Future>(
     };
     let mut fut = pin!(Some(fut));
     let sleepers = cx.env.pool.map(|p| p.sleepers());
+    let key = cx.env.task.map_or(0, |t| sleepers::key(&**t)); // S1: the task's own wake-ups
     let mut listed = None; // the run's place among the waiting runs, from its first pending poll
     poll_fn(|task| {
         if must_stop(cx) {
@@ -144,7 +145,7 @@ async fn awaited<Fut: Future>(
             Ok(Poll::Pending) => {
                 // S1, S2 (`task/sleepers.rs`): listed, or the waker put back, then checked.
                 let stop = match sleepers {
-                    Some(s) => s.pending(&mut listed, task.waker(), || must_stop(cx)),
+                    Some(s) => s.pending(key, &mut listed, task.waker(), || must_stop(cx)),
                     None => must_stop(cx), // a bare task in unit tests: nobody stops it
                 };
                 if stop {

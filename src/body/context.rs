@@ -34,7 +34,9 @@ use crate::future::CancelHandle;
 use crate::schedule::{Next, OnError};
 
 use crate::sync::park_until;
-use crate::task::{state::State, Declined, Host, OnceBody, PeriodicBody, Ran, RunCx, Step};
+use crate::task::{
+    sleepers, state::State, Declined, Host, OnceBody, PeriodicBody, Ran, RunCx, Step,
+};
 
 /// What a running task knows about itself: handed to the closures of
 /// [`schedule_with_context`](crate::ScheduledThreadPoolExecutor::schedule_with_context) and
@@ -162,7 +164,8 @@ impl TaskContext<'_> {
         let clock = self.cx.env.clock;
         let until = clock.deadline_after(d);
         // S1 (`task/sleepers.rs`): listed before every check below.
-        let _asleep = self.pool().map(|p| p.sleepers().join());
+        let key = self.cx.env.task.map_or(0, |t| sleepers::key(&**t));
+        let _asleep = self.pool().map(|p| p.sleepers().join(key));
         loop {
             if self.is_cancelled() {
                 return false;

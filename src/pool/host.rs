@@ -12,7 +12,7 @@ use super::{Pool, Stripe};
 use crate::clock::{Clock, Ticks};
 use crate::schedule::Schedule;
 use crate::sync::Arc;
-use crate::task::sleepers::Sleepers;
+use crate::task::sleepers::{self, Sleepers};
 use crate::task::{state::State, Host, Task, TaskRef, NO_DEADLINE};
 
 /// `after_extra` of a task running when `run_now` asked for an extra run: its re-queue
@@ -203,7 +203,8 @@ impl Pool {
         }
         task.finish_cancelled();
         if !was_queued {
-            self.sleepers.wake(); // S1: the task may be running, asleep or awaiting
+            // S1: the task may be running, asleep or awaiting; its own runs are woken.
+            self.sleepers.wake_task(sleepers::key(task));
         }
         true
     }

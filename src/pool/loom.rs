@@ -150,6 +150,10 @@ fn loom_terminated_future_vs_latch() {
     });
 }
 
+/// Two tasks' keys among the waiting runs (`sleepers::key`).
+const TASK_A: usize = 0x1000;
+const TASK_B: usize = 0x2000;
+
 /// S1 (`task/sleepers.rs`): a task asleep in `TaskContext::sleep` against the cancel that
 /// must wake it. The sleeper lists itself, checks its condition and parks; the canceller
 /// changes the condition and wakes the list. A lost wake-up deadlocks: loom's park has
@@ -164,7 +168,7 @@ fn loom_sleeper_vs_cancel() {
         let sleeper = {
             let (sleepers, cancelled) = (sleepers.clone(), cancelled.clone());
             thread::spawn(move || {
-                let _asleep = sleepers.join();
+                let _asleep = sleepers.join(TASK_A);
                 // Relaxed: the state a real sleeper reads is ordered by S1's fences.
                 while !cancelled.load(Ordering::Relaxed) {
                     thread::park();
@@ -172,7 +176,7 @@ fn loom_sleeper_vs_cancel() {
             })
         };
         cancelled.store(true, Ordering::Relaxed);
-        sleepers.wake();
+        sleepers.wake_task(TASK_A);
         sleeper.join().unwrap();
     });
 }
@@ -209,19 +213,73 @@ fn loom_awaiting_run_vs_interrupt() {
                 let waker = Waker::from(Arc::new(Unpark(thread::current())));
                 let mut listed = None;
                 // Relaxed: what a real run reads is ordered by S1's fences and S2's mutex.
-                while !sleepers.pending(&mut listed, &waker, || stopped.load(Ordering::Relaxed)) {
+                let stop = || stopped.load(Ordering::Relaxed);
+                while !sleepers.pending(TASK_A, &mut listed, &waker, stop) {
                     thread::park();
                 }
             })
         };
         let spurious = {
             let sleepers = sleepers.clone();
-            thread::spawn(move || sleepers.wake())
+            thread::spawn(move || sleepers.wake_task(TASK_A))
         };
         stopped.store(true, Ordering::Relaxed);
-        sleepers.wake();
+        sleepers.wake_task(TASK_A);
         spurious.join().unwrap();
         run.join().unwrap();
+    });
+}
+
+/// S1 per key (`task/sleepers.rs`): an interrupt of task A wakes A's awaiting run, and
+/// never B's, which waits beside it; both are listed, A's run checks its stop and parks.
+/// A lost wake-up of A deadlocks (loom's park has no timeout); a wake-up of B fails the
+/// count. Break: `Sleepers::wake_task` waking every key (`wake`) fails it.
+#[test]
+fn loom_interrupt_of_one_task_leaves_the_other_asleep() {
+    use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+    use crate::task::sleepers::Sleepers;
+    use std::task::{Wake, Waker};
+
+    /// The runtime's waker: counts its wake-ups and unparks the thread that polls.
+    struct Counted(thread::Thread, Arc<AtomicUsize>);
+    impl Wake for Counted {
+        fn wake(self: Arc<Self>) {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            self.0.unpark();
+        }
+    }
+
+    loom::model(|| {
+        let sleepers = Arc::new(Sleepers::new());
+        let stopped = Arc::new(AtomicBool::new(false));
+        // B: listed with its waker before A's interrupt, and never stopped.
+        let b_wakes = Arc::new(AtomicUsize::new(0));
+        let b_waker = Waker::from(Arc::new(Counted(thread::current(), b_wakes.clone())));
+        let mut b_listed = None;
+        assert!(!sleepers.pending(TASK_B, &mut b_listed, &b_waker, || false));
+        let a = {
+            let (sleepers, stopped) = (sleepers.clone(), stopped.clone());
+            thread::spawn(move || {
+                let wakes = Arc::new(AtomicUsize::new(0));
+                let waker = Waker::from(Arc::new(Counted(thread::current(), wakes)));
+                let mut listed = None;
+                // Relaxed: what a real run reads is ordered by S1's fences and S2's mutex.
+                let stop = || stopped.load(Ordering::Relaxed);
+                while !sleepers.pending(TASK_A, &mut listed, &waker, stop) {
+                    thread::park();
+                }
+            })
+        };
+        stopped.store(true, Ordering::Relaxed);
+        sleepers.wake_task(TASK_A);
+        a.join().unwrap();
+        // Relaxed: B's wake-ups, had there been one, were made before A's join.
+        assert_eq!(
+            b_wakes.load(Ordering::Relaxed),
+            0,
+            "S1: A's interrupt woke B"
+        );
+        drop(b_listed);
     });
 }
 

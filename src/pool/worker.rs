@@ -112,9 +112,10 @@ fn run_task(
     now: clock::Ticks,
 ) -> Option<(TaskRef, clock::Ticks)> {
     let Entry { deadline, task, .. } = entry;
-    let report = run_in_span(pool, index, &task, now, clock::since(now, deadline));
+    let lateness = clock::since(now, deadline);
+    let report = run_in_span(pool, index, &task, now, lateness);
     probe!(Take);
-    account(pool, index, &task, &report, now, deadline);
+    account(pool, index, &task, &report, now, deadline, lateness);
     match report.next {
         Some(next) => Some((task, next)), // leaves the slot after its re-queue
         None => {
@@ -129,6 +130,7 @@ fn run_task(
 /// `metrics` feature, its duration. U2: the subscriber's span creation, entry, exit and
 /// close are contained; a task whose span failed runs without it, and its run's report
 /// still reaches the re-queue.
+#[inline]
 fn run_in_span(
     pool: &Arc<Pool>,
     index: usize,
@@ -195,9 +197,9 @@ fn run_in_span(
 }
 
 /// What the pool keeps of a run that was due at `deadline` and taken at `now`: its
-/// lateness, the counters of a late start, a pause and a skip, and the pool's events
-/// about the run (started late, skipped, panicked), each contained (U2) and written
-/// outside the run's span, so each names its task.
+/// lateness, and the counters of a late start, a pause and a skip; the pool's events about
+/// the run, if any, are [`run_events`]'s.
+#[inline]
 fn account(
     pool: &Arc<Pool>,
     index: usize,
@@ -205,9 +207,8 @@ fn account(
     report: &RunReport,
     now: clock::Ticks,
     deadline: clock::Ticks,
+    lateness: std::time::Duration,
 ) {
-    let header = task.header();
-    let lateness = clock::since(now, deadline);
     let mut late_line = None;
     if report.ran {
         pool.lateness.record(index, now.saturating_sub(deadline));
@@ -215,7 +216,7 @@ fn account(
             stats::bump(&pool.counters.late);
             // At most one line a second; `suppressed`: the late starts since the last line.
             let sample = || LateStart {
-                id: header.id(),
+                id: task.header().id(),
                 task_name: task.name().map(Box::from),
                 lateness_us: lateness.as_micros() as u64,
             };
@@ -228,8 +229,24 @@ fn account(
     if report.skipped {
         stats::bump(&pool.counters.skipped);
     }
-    let (pool_name, id, task_name) = (pool.name(), header.id(), task.name());
-    // Each event in its own containment: a subscriber that panics at one costs that line.
+    if late_line.is_some() || report.paused || report.skipped || report.panic.is_some() {
+        run_events(pool, task, report, late_line, lateness);
+    }
+}
+
+/// The pool's events about a run (started late, skipped, panicked), written outside the
+/// run's span, so each names its task; each in its own containment (U2): a subscriber that
+/// panics at one costs that line. `late_line`: the late starts suppressed since the last
+/// such line, if this run writes one.
+#[cold]
+fn run_events(
+    pool: &Pool,
+    task: &TaskRef,
+    report: &RunReport,
+    late_line: Option<u64>,
+    lateness: std::time::Duration,
+) {
+    let (pool_name, id, task_name) = (pool.name(), task.header().id(), task.name());
     if let Some(suppressed) = late_line {
         crate::user::traced(|| {
             tracing::warn!(

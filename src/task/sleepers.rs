@@ -5,6 +5,12 @@
 //! wake, so that each re-checks whether it must stop.
 //!
 //! # Design
+//! Each waiting run is listed under its task's key (the address of its header, [`key`]),
+//! so a cancel or an interrupt wakes its own task's runs only ([`Sleepers::wake_task`]):
+//! with a thousand async runs awaiting, an interrupt costs one wake-up, not a thousand
+//! spurious polls (`docs/BENCHMARKS.md`, "A cancel wakes its own run"). `shutdown_now`
+//! wakes every run ([`Sleepers::wake`]), a `ManualClock` advance every thread.
+//!
 //! A waiting run is rare and a cancel is not. A cancel that takes its task out of the
 //! queue (the common case: a pending timeout) wakes nobody, since a queued task is not
 //! running and so not waiting; any other cancel or interrupt (a running task, or any with
@@ -24,10 +30,13 @@
 //! clones the slots' `Arc`s, and each slot's own mutex only moves a waker in or out.
 //!
 //! # Invariants
-//! - S1 (no lost wake-up): a sleeper joins the list and counts itself in `count`, issues
-//!   a `SeqCst` fence, and only then checks its condition and parks; a waker first makes
-//!   its change (the task's state, the run state, the clock), issues a `SeqCst` fence, and
-//!   then reads `count`. (A cancel that removed its task from the queue skips this: the
+//! - S1 (no lost wake-up): a sleeper joins the list under its task's key and counts itself
+//!   in `count`, issues a `SeqCst` fence, and only then checks its condition and parks; a
+//!   waker first makes its change (the task's state, the run state, the clock), issues a
+//!   `SeqCst` fence, then reads `count`, and wakes every listed run its change concerns:
+//!   those of its task's key (a cancel, an interrupt), or all (`shutdown_now`, an advance).
+//!   A run only checks changes to its own task and to the pool, so a wake-up is owed only
+//!   to the runs of the changed task's key, or to all. (A cancel that removed its task from the queue skips this: the
 //!   task was not running, so no sleeper waits on it.) Of the two fences one comes first in
 //!   their total order: either the waker's read sees the sleeper and unparks it (an unpark
 //!   before the park makes the park return at once), or the sleeper's check sees the
@@ -50,6 +59,14 @@ use std::task::Waker;
 use crate::sync::{fence, thread, Arc, AtomicUsize, Mutex, Ordering};
 use crate::user;
 
+/// A task's key among the waiting runs: the address of its header, the same from the run
+/// (`RunEnv::task`) and from a handle that cancels it. A listed run keeps its task alive,
+/// so no other task has that address meanwhile.
+#[inline]
+pub(crate) fn key(task: &dyn super::Task) -> usize {
+    std::ptr::from_ref(task.header()) as usize
+}
+
 /// The pool's waiting runs (module notes).
 #[derive(Debug)]
 pub(crate) struct Sleepers {
@@ -58,11 +75,12 @@ pub(crate) struct Sleepers {
     listed: Mutex<Listed>,
 }
 
-/// Who waits: threads in `TaskContext::sleep`, and async runs' slots.
+/// Who waits, each under its task's key: threads in `TaskContext::sleep`, and async runs'
+/// slots.
 #[derive(Debug, Default)]
 struct Listed {
-    threads: Vec<thread::Thread>,
-    futures: Vec<Arc<WakerSlot>>,
+    threads: Vec<(usize, thread::Thread)>,
+    futures: Vec<(usize, Arc<WakerSlot>)>,
 }
 
 impl Sleepers {
@@ -73,23 +91,25 @@ impl Sleepers {
         }
     }
 
-    /// Lists the calling thread until the returned guard drops. The caller checks its
-    /// condition after this returns, and before every park (S1).
-    pub(crate) fn join(&self) -> Asleep<'_> {
-        self.listed.lock().threads.push(thread::current());
+    /// Lists the calling thread, a run of the task with key `key`, until the returned
+    /// guard drops. The caller checks its condition after this returns, and before every
+    /// park (S1).
+    pub(crate) fn join(&self, key: usize) -> Asleep<'_> {
+        self.listed.lock().threads.push((key, thread::current()));
         self.counted();
         Asleep { sleepers: self }
     }
 
-    /// Lists an async run with `waker`, its latest poll's, until the returned guard drops.
-    /// The caller checks its condition after this returns (S1), and each later poll that
-    /// returns pending hands its waker to [`Awaiting::set`] (S2): [`pending`](Self::pending).
-    fn join_waker(&self, waker: &Waker) -> Awaiting<'_> {
+    /// Lists an async run of the task with key `key` with `waker`, its latest poll's, until
+    /// the returned guard drops. The caller checks its condition after this returns (S1),
+    /// and each later poll that returns pending hands its waker to [`Awaiting::set`] (S2):
+    /// [`pending`](Self::pending).
+    fn join_waker(&self, key: usize, waker: &Waker) -> Awaiting<'_> {
         let slot = Arc::new(WakerSlot {
             // U1: the runtime's clone, with no lock held.
             waker: Mutex::new(Some(user::call(|| waker.clone()))),
         });
-        self.listed.lock().futures.push(slot.clone());
+        self.listed.lock().futures.push((key, slot.clone()));
         self.counted();
         Awaiting {
             sleepers: self,
@@ -97,19 +117,20 @@ impl Sleepers {
         }
     }
 
-    /// An async run whose future just returned pending: lists it with `waker` the first
-    /// time (S1), puts `waker` back into its slot on later polls (S2), and only then asks
-    /// `stop`. `true`: the run must stop (its caller drops the future); `false`: a
-    /// wake-up after any change `stop` reads will poll it again.
+    /// An async run of the task with key `key` whose future just returned pending: lists
+    /// it with `waker` the first time (S1), puts `waker` back into its slot on later polls
+    /// (S2), and only then asks `stop`. `true`: the run must stop (its caller drops the
+    /// future); `false`: a wake-up after any change `stop` reads will poll it again.
     pub(crate) fn pending<'a>(
         &'a self,
+        key: usize,
         listed: &mut Option<Awaiting<'a>>,
         waker: &Waker,
         stop: impl FnOnce() -> bool,
     ) -> bool {
         match listed {
-            None => *listed = Some(self.join_waker(waker)), // S1
-            Some(awaiting) => awaiting.set(waker),          // S2
+            None => *listed = Some(self.join_waker(key, waker)), // S1
+            Some(awaiting) => awaiting.set(waker),               // S2
         }
         stop()
     }
@@ -127,41 +148,51 @@ impl Sleepers {
         self.count.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Wakes every listed thread and async run, if there is one. Call after the change a
-    /// sleeper must see (S1).
+    /// Wakes every listed thread and async run, if there is one: `shutdown_now`. Call
+    /// after the change a sleeper must see (S1).
     #[inline]
     pub(crate) fn wake(&self) {
-        self.wake_if_listed(true);
+        self.wake_if_listed(None, true);
+    }
+
+    /// Wakes the listed threads and async runs of the task with key `key` ([`key`]), if
+    /// there is one: its cancel or interrupt. Call after the change (S1).
+    #[inline]
+    pub(crate) fn wake_task(&self, key: usize) {
+        self.wake_if_listed(Some(key), true);
     }
 
     /// As [`wake`](Self::wake), but only the threads: a `ManualClock` advance, which
     /// threads asleep on virtual time must see and async runs do not look at.
     #[inline]
     pub(crate) fn wake_threads(&self) {
-        self.wake_if_listed(false);
+        self.wake_if_listed(None, false);
     }
 
+    /// `task`: only that key's runs (`None`: all); `futures`: the async runs too.
     #[inline]
-    fn wake_if_listed(&self, futures: bool) {
+    fn wake_if_listed(&self, task: Option<usize>, futures: bool) {
         // S1: after the waker's change.
         fence(Ordering::SeqCst);
         // Relaxed: the fence orders it (S1).
         if self.count.load(Ordering::Relaxed) > 0 {
-            self.wake_listed(futures);
+            self.wake_listed(task, futures);
         }
     }
 
     #[cold]
-    fn wake_listed(&self, futures: bool) {
-        let slots = {
+    fn wake_listed(&self, task: Option<usize>, futures: bool) {
+        let concerned = |key: usize| task.is_none_or(|k| k == key);
+        let slots: Vec<Arc<WakerSlot>> = {
             let listed = self.listed.lock();
-            for t in &listed.threads {
+            for (_, t) in listed.threads.iter().filter(|(k, _)| concerned(*k)) {
                 t.unpark();
             }
-            if !futures || listed.futures.is_empty() {
+            if !futures {
                 return;
             }
-            listed.futures.clone()
+            let slots = listed.futures.iter().filter(|(k, _)| concerned(*k));
+            slots.map(|(_, slot)| slot.clone()).collect()
         };
         // U1: the wakers are woken with the list unlocked.
         for slot in slots {
@@ -181,7 +212,7 @@ impl Drop for Asleep<'_> {
         let me = thread::current().id();
         {
             let mut listed = self.sleepers.listed.lock();
-            if let Some(i) = listed.threads.iter().position(|t| t.id() == me) {
+            if let Some(i) = listed.threads.iter().position(|(_, t)| t.id() == me) {
                 listed.threads.swap_remove(i);
             }
         }
@@ -244,7 +275,7 @@ impl Drop for Awaiting<'_> {
             let i = listed
                 .futures
                 .iter()
-                .position(|s| Arc::ptr_eq(s, &self.slot));
+                .position(|(_, s)| Arc::ptr_eq(s, &self.slot));
             i.map(|i| listed.futures.swap_remove(i))
         };
         drop(listed); // our own `Arc`: the waker is still in the slot, taken below
