@@ -10,7 +10,7 @@ use crate::queue::Position;
 use crate::sync::{AtomicU64, AtomicU8};
 
 use super::raw;
-use super::state::{Start, State, TaskState};
+use super::state::{End, Exchange, Start, State, TaskState};
 
 /// The part of a task every holder can see, whatever its output type.
 pub(crate) struct Header {
@@ -189,16 +189,74 @@ impl Header {
         self.when.store(seq, Ordering::Relaxed);
     }
 
+    // The state machine's one door: every edge of `state.rs` is taken through the header,
+    // which adds the task's kind where an edge depends on it (`cancel`). Each forwards to
+    // the method of the same name on the word, whose notes give its orderings.
+
     /// SCHEDULED -> RUNNING (T1); `NotScheduled` if the task is not SCHEDULED (cancelled).
     #[inline]
     pub(crate) fn start(&self) -> Start {
         self.state.start()
     }
 
-    /// The state word's edges for the task's runner (`state.rs`).
+    /// A one-shot's SCHEDULED -> RUNNING with its closure still in the slot (T1).
     #[inline]
-    pub(crate) fn edges(&self) -> &TaskState {
-        &self.state
+    pub(crate) fn start_once(&self) -> Start {
+        self.state.start_once()
+    }
+
+    /// A one-shot runner's RUNNING -> DONE or PANICKED, with `OUTPUT` set.
+    #[inline]
+    pub(crate) fn finish_with_output(&self, end: End) -> Exchange {
+        self.state.finish_with_output(end)
+    }
+
+    /// Clears `CLOSURE` while the task is in state `state`; `true` if this call did.
+    #[inline]
+    pub(crate) fn take_closure(&self, state: State) -> bool {
+        self.state.take_closure(state)
+    }
+
+    /// Clears `OUTPUT`; `true` if this call did.
+    #[inline]
+    pub(crate) fn take_output(&self) -> bool {
+        self.state.take_output()
+    }
+
+    /// Sets `WAITING` unless the task is terminal (A1); `false` if it is.
+    #[inline]
+    pub(crate) fn wait_on(&self) -> bool {
+        self.state.wait_on()
+    }
+
+    /// Someone registered as a waiter (`WAITING`).
+    #[inline]
+    pub(crate) fn is_waited(&self) -> bool {
+        self.state.is_waited()
+    }
+
+    /// RUNNING -> DONE, PANICKED or CANCELLED: the end of a run, by its runner.
+    #[inline]
+    pub(crate) fn finish(&self, end: End) -> Exchange {
+        self.state.finish(end)
+    }
+
+    /// RUNNING -> SCHEDULED: a periodic run that continues, by its runner.
+    #[inline]
+    pub(crate) fn requeue(&self) -> Exchange {
+        self.state.requeue()
+    }
+
+    /// SCHEDULED -> DONE or PANICKED: a periodic task that ends before any run.
+    #[inline]
+    pub(crate) fn end_unrun(&self, end: End) -> Exchange {
+        self.state.end_unrun(end)
+    }
+
+    /// The whole word, state and flags (`Debug` and the tests).
+    #[inline]
+    pub(crate) fn word(&self) -> u8 {
+        self.state.word()
     }
 
     /// -> CANCELLED from SCHEDULED, or from RUNNING for a periodic task. `true` if this

@@ -61,7 +61,7 @@ where
     #[inline]
     fn wake_waiters(&self) {
         let header = self.core.header();
-        if header.edges().is_waited() {
+        if header.is_waited() {
             waiting::wake_all(header.key());
         }
     }
@@ -174,7 +174,7 @@ where
             return true;
         }
         // A1: registered only while the task is not terminal.
-        let Some(me) = waiting::register_thread(header.key(), header.edges()) else {
+        let Some(me) = waiting::register_thread(header.key(), || header.wait_on()) else {
             return true;
         };
         loop {
@@ -205,7 +205,7 @@ where
                 return Poll::Ready(outcome);
             }
             // A1: registered only while not terminal; else the outcome is there now.
-            if waiting::register_waker(header.key(), header.edges(), cx.waker()) {
+            if waiting::register_waker(header.key(), || header.wait_on(), cx.waker()) {
                 return Poll::Pending;
             }
         }
@@ -304,7 +304,7 @@ mod tests {
             }),
         );
         // The runner's start, before its take (`OnceCore::start` does both).
-        assert_eq!(t.header().edges().start_once(), Start::Run);
+        assert_eq!(t.header().start_once(), Start::Run);
         assert!(
             !t.header().cancel(),
             "a plain cancel does not stop a started one-shot"
@@ -319,7 +319,7 @@ mod tests {
         );
         assert!(t.wait_take().unwrap_err().is_cancelled());
         assert!(
-            !t.header().edges().take_closure(State::Running),
+            !t.header().take_closure(State::Running),
             "R4: the runner's take finds nothing"
         );
         assert!(!t.run(&env(&clock(), 0)).ran);
@@ -373,11 +373,7 @@ mod tests {
             !t.header().is_interrupted(),
             "ended by its run, not an interrupt"
         );
-        assert_eq!(
-            t.header().edges().word() & (CLOSURE | OUTPUT),
-            0,
-            "R4: empty"
-        );
+        assert_eq!(t.header().word() & (CLOSURE | OUTPUT), 0, "R4: empty");
         assert!(t.wait_take().unwrap_err().is_cancelled());
         // An interrupt that came first: the run's finish loses, the interrupter completed it.
         let t = OnceTask::new(0, Stops);

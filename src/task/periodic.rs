@@ -161,7 +161,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             End::Panicked
         };
         self.schedule.retire(); // the task ends here either way
-        if self.header.edges().end_unrun(end) == Exchange::Won {
+        if self.header.end_unrun(end) == Exchange::Won {
             let mut body = self.done.take_body();
             let outcome = outcome.map(|()| match &mut body {
                 Some(b) => b.f.output(),
@@ -175,7 +175,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
     /// Ends the task from RUNNING with `outcome` (T2: only if this exchange wins; a
     /// canceller that won first completed it) and drops the closure (T3).
     fn finish(&self, end: End, outcome: Result<F::Output, TaskError>, body: Body<F>) {
-        if self.header.edges().finish(end) == Exchange::Won {
+        if self.header.finish(end) == Exchange::Won {
             self.done.complete(outcome);
         }
         drop_quietly(body);
@@ -375,7 +375,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         self.header.set_deadline(next);
         let refused = self
             .done
-            .put_back(body, || self.header.edges().requeue() == Exchange::Won);
+            .put_back(body, || self.header.requeue() == Exchange::Won);
         match refused {
             None => report.next = Some(next),
             Some(body) => {

@@ -1,4 +1,6 @@
 //! A task's state machine: one `AtomicU8` holding a [`State`], and one method per edge.
+//! The rest of the crate takes every edge through the task's `Header` (`header.rs`), the
+//! one door, which adds the task's kind where an edge depends on it (`cancel`).
 //!
 //! ```text
 //!   SCHEDULED --start--> RUNNING --finish(Done), one-shot or last run--> DONE
@@ -107,7 +109,11 @@ impl State {
             1 => State::Running,
             2 => State::Done,
             3 => State::Panicked,
-            _ => State::Cancelled,
+            s => {
+                // Values 5 to 7 are never written: a word holding one is a crate bug.
+                debug_assert_eq!(s, State::Cancelled as u8, "a state value no edge writes");
+                State::Cancelled
+            }
         }
     }
 

@@ -11,7 +11,7 @@
 //!
 //! # Invariants
 //! - A1: a waiter registers in the critical section of its shard in which
-//!   [`TaskState::wait_on`] succeeded (the task was not terminal); the author of the
+//!   `Header::wait_on` succeeded (the task was not terminal); the author of the
 //!   terminal transition, if it then sees `WAITING`, takes the task's registrations in a
 //!   critical section of the same shard and wakes them after unlocking. So a waiter either
 //!   sees the task terminal, or is registered before the author's critical section and
@@ -27,7 +27,6 @@
 
 use std::task::Waker;
 
-use super::state::TaskState;
 use crate::sync::{thread, Mutex};
 use crate::user;
 
@@ -94,10 +93,12 @@ fn table() -> &'static Table {
 }
 
 /// Registers this thread as a waiter of the task at `key` (A1); `None` if the task is
-/// already terminal, else this thread's handle (for [`leave`]).
-pub(super) fn register_thread(key: usize, state: &TaskState) -> Option<thread::Thread> {
+/// already terminal, else this thread's handle (for [`leave`]). `wait_on`: the task's
+/// `Header::wait_on`, the edge that sets `WAITING` unless the task is terminal, taken
+/// under the shard's lock.
+pub(super) fn register_thread(key: usize, wait_on: impl Fn() -> bool) -> Option<thread::Thread> {
     let mut list = table().shard(key).lock();
-    if !state.wait_on() {
+    if !wait_on() {
         return None;
     }
     let me = thread::current();
@@ -117,16 +118,16 @@ pub(super) fn leave(key: usize, me: &thread::Thread) {
 }
 
 /// Registers `waker` for the task at `key`, replacing the one an earlier poll left (A1);
-/// `false` if the task is already terminal.
+/// `false` if the task is already terminal. `wait_on` as for [`register_thread`].
 ///
 /// U1: the waker's clone and the replaced waker's drop are user code, so neither runs
 /// under the shard's lock: a first look keeps a registration that will wake the same
 /// task; otherwise the clone is made unlocked and put in a second critical section
 /// (which checks the state again, A1), and what it replaced is dropped after it.
-pub(super) fn register_waker(key: usize, state: &TaskState, waker: &Waker) -> bool {
+pub(super) fn register_waker(key: usize, wait_on: impl Fn() -> bool, waker: &Waker) -> bool {
     {
         let list = table().shard(key).lock();
-        if !state.wait_on() {
+        if !wait_on() {
             return false;
         }
         if find_waker(&list, key).is_some_and(|old| old.will_wake(waker)) {
@@ -135,7 +136,7 @@ pub(super) fn register_waker(key: usize, state: &TaskState, waker: &Waker) -> bo
     }
     let fresh = user::call(|| waker.clone());
     let mut list = table().shard(key).lock();
-    if !state.wait_on() {
+    if !wait_on() {
         drop(list);
         user::drop_waker(fresh);
         return false;
@@ -166,7 +167,7 @@ fn find_waker(list: &[(usize, Waiter)], key: usize) -> Option<&Waker> {
 }
 
 /// Wakes every waiter of the task at `key`: called by the author of its terminal
-/// transition when [`TaskState::is_waited`] says someone registered (A1).
+/// transition when `Header::is_waited` says someone registered (A1).
 pub(super) fn wake_all(key: usize) {
     let mut woken = Vec::new();
     {
@@ -216,6 +217,7 @@ pub(super) fn count(key: usize) -> usize {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::task::state::TaskState;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::task::Wake;
@@ -247,8 +249,8 @@ mod tests {
         let (key, _) = same_shard(0x11);
         let state = TaskState::new();
         let (woken, waker) = counter();
-        assert!(register_waker(key, &state, &waker));
-        let me = register_thread(key, &state).expect("not terminal");
+        assert!(register_waker(key, || state.wait_on(), &waker));
+        let me = register_thread(key, || state.wait_on()).expect("not terminal");
         assert_eq!(count(key), 2);
         leave(key, &me);
         assert_eq!(count(key), 1, "the waker stays");
@@ -263,8 +265,8 @@ mod tests {
         let state = TaskState::new();
         let (woken_a, waker_a) = counter();
         let (woken_b, waker_b) = counter();
-        assert!(register_waker(a, &state, &waker_a));
-        assert!(register_waker(b, &state, &waker_b));
+        assert!(register_waker(a, || state.wait_on(), &waker_a));
+        assert!(register_waker(b, || state.wait_on(), &waker_b));
         assert_eq!((count(a), count(b)), (1, 1), "one waker each");
         wake_all(a);
         wake_all(b);
@@ -279,8 +281,8 @@ mod tests {
         let (woken_a, waker_a) = counter();
         let (woken_b, waker_b) = counter();
         // `b` first: `wake_all(a)` steps over it.
-        assert!(register_waker(b, &state, &waker_b));
-        assert!(register_waker(a, &state, &waker_a));
+        assert!(register_waker(b, || state.wait_on(), &waker_b));
+        assert!(register_waker(a, || state.wait_on(), &waker_a));
         wake_all(a);
         assert_eq!(woken_a.0.load(Ordering::SeqCst), 1);
         assert_eq!(woken_b.0.load(Ordering::SeqCst), 0, "not b's end");

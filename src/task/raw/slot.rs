@@ -68,11 +68,11 @@ impl<F, T> OnceCore<F, T> {
     /// came between the start and the take and took the closure itself (no run).
     #[inline]
     pub(crate) fn start(&self) -> Option<(F, Started<'_, F, T>)> {
-        match self.header.edges().start_once() {
+        match self.header.start_once() {
             Start::Run => {}
             Start::NotScheduled => return None,
         }
-        if !self.header.edges().take_closure(State::Running) {
+        if !self.header.take_closure(State::Running) {
             return None; // interrupted: the interrupter drops the closure (T3)
         }
         // SAFETY:
@@ -109,7 +109,7 @@ impl<F, T> OnceCore<F, T> {
                 Err(p) => (&raw mut (*slot).panic).write(ManuallyDrop::new(p)),
             }
         });
-        match self.header.edges().finish_with_output(end) {
+        match self.header.finish_with_output(end) {
             Exchange::Won => Ok(()),
             // SAFETY:
             // * the exchange failed: an interrupt made the task CANCELLED without setting
@@ -131,7 +131,7 @@ impl<F, T> OnceCore<F, T> {
     #[inline]
     pub(crate) fn finish_stopped(&self, run: Started<'_, F, T>) -> Result<(), ()> {
         assert!(std::ptr::eq(run.0, self), "a run ends on its own task");
-        match self.header.edges().finish(End::Cancelled) {
+        match self.header.finish(End::Cancelled) {
             Exchange::Won => Ok(()),
             Exchange::Lost => Err(()),
         }
@@ -142,7 +142,7 @@ impl<F, T> OnceCore<F, T> {
     /// that took it holds its own).
     #[inline]
     pub(crate) fn take_cancelled_closure(&self) -> Option<F> {
-        if !self.header.edges().take_closure(State::Cancelled) {
+        if !self.header.take_closure(State::Cancelled) {
             return None;
         }
         // SAFETY:
@@ -167,7 +167,7 @@ impl<F, T> OnceCore<F, T> {
             State::Cancelled => Some(Err(TaskError::Cancelled)),
             State::Done | State::Panicked => {
                 assert!(
-                    self.header.edges().take_output(),
+                    self.header.take_output(),
                     "ScheduledFuture outcome taken twice (polled after Ready?)"
                 );
                 // SAFETY:
@@ -189,7 +189,7 @@ impl<F, T> OnceCore<F, T> {
 
 impl<F, T> Drop for OnceCore<F, T> {
     fn drop(&mut self) {
-        let word = self.header.edges().word();
+        let word = self.header.word();
         let state = self.header.state();
         if word & CLOSURE != 0 {
             // SAFETY:
