@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{sec, wait_until, BOUND};
-use schedpool::cluster::{ClusterLock, Exclusive, Lease, LocalLock, LockError};
+use schedpool::cluster::{
+    ClusterLock, Exclusive, ExclusiveOutcome, Lease, LocalLock, LockError, Pause,
+};
 use schedpool::{ManualClock, Next, OnPanic, Periodic, ScheduledThreadPoolExecutor, TaskContext};
 
 const PERIOD: Duration = Duration::from_secs(10);
@@ -243,6 +245,10 @@ impl ClusterLock for Flaky {
             return Err(LockError::Store("connection reset".into()));
         }
         self.inner.release(lease, at_least_for)
+    }
+
+    fn paused(&self, name: &str) -> Result<Option<Pause>, LockError> {
+        self.inner.paused(name)
     }
 }
 
@@ -587,6 +593,56 @@ fn run_exclusive_runs_any_closure_under_the_lock() {
     assert!(!lock.is_held("migration"), "after the lease was given back");
     let s = pool.stats();
     assert_eq!((s.lock_acquired, s.lock_skipped), (2, 1));
+    pool.close();
+}
+
+/// The `_outcome` forms tell every way an exclusive run ends apart: ran, held elsewhere,
+/// paused on every node, store failed; and their nested shape is the old methods'.
+#[test]
+fn the_outcome_forms_tell_held_paused_and_failed_apart() {
+    let clock = ManualClock::new();
+    let store = Flaky::new(&clock, false);
+    let pool = node(&clock);
+    let spec = Exclusive::new(store.clone(), "report", sec(60));
+    let scheduled = |pool: &ScheduledThreadPoolExecutor| {
+        let fut = pool
+            .schedule_exclusive_outcome(Duration::ZERO, spec.clone(), |lease: &Lease| lease.token())
+            .unwrap();
+        assert!(fut.wait_timeout(BOUND));
+        fut.get().expect("no panic")
+    };
+    assert!(matches!(scheduled(&pool), ExclusiveOutcome::Ran(1)));
+    assert!(matches!(
+        pool.run_exclusive_outcome(&spec, |lease| lease.token()),
+        ExclusiveOutcome::Ran(2)
+    ));
+
+    let other = store.inner.try_acquire("report", sec(60)).unwrap().unwrap();
+    assert!(matches!(scheduled(&pool), ExclusiveOutcome::HeldElsewhere));
+    let held = pool.run_exclusive_outcome(&spec, |_| unreachable!());
+    assert!(matches!(held, ExclusiveOutcome::HeldElsewhere));
+    assert_eq!(held.into_result().unwrap(), None::<u64>);
+    assert!(store.inner.release(other, Duration::ZERO).unwrap());
+
+    store.inner.pause("report", "ops", None).unwrap();
+    let paused = scheduled(&pool);
+    assert!(
+        matches!(&paused, ExclusiveOutcome::Paused(p) if p.by == "ops"),
+        "{paused:?}"
+    );
+    assert_eq!(paused.ran(), None);
+    assert!(store.inner.resume("report").unwrap());
+
+    store.down.store(true, Ordering::SeqCst);
+    let failed = scheduled(&pool);
+    assert!(matches!(
+        failed,
+        ExclusiveOutcome::StoreFailed(LockError::Timeout(_))
+    ));
+    let nested: Result<Option<u64>, LockError> = failed.into();
+    assert!(matches!(nested, Err(LockError::Timeout(_))));
+    let s = pool.stats();
+    assert_eq!((s.lock_acquired, s.lock_skipped, s.lock_failed), (2, 2, 1));
     pool.close();
 }
 

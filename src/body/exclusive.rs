@@ -23,7 +23,7 @@
 use std::time::Duration;
 
 use crate::clock::{AdvanceListener, Clock, Ticks};
-use crate::cluster::{Exclusive, Lease, LockError, Pause};
+use crate::cluster::{Exclusive, ExclusiveOutcome, Lease, LockError, Pause};
 use crate::error::run_caught;
 use crate::schedule::Schedule;
 use crate::stats::{self, Counters};
@@ -70,6 +70,16 @@ impl<T> Locked<T> {
         match self {
             Locked::Ran(out) => Some(out),
             Locked::Held | Locked::Paused(_) => None,
+        }
+    }
+
+    /// A locked run's result as the public [`ExclusiveOutcome`].
+    pub(crate) fn outcome(run: Result<Locked<T>, LockError>) -> ExclusiveOutcome<T> {
+        match run {
+            Ok(Locked::Ran(out)) => ExclusiveOutcome::Ran(out),
+            Ok(Locked::Held) => ExclusiveOutcome::HeldElsewhere,
+            Ok(Locked::Paused(pause)) => ExclusiveOutcome::Paused(pause),
+            Err(e) => ExclusiveOutcome::StoreFailed(e),
         }
     }
 }
@@ -282,17 +292,48 @@ fn keep_extending(
 
 /// An exclusive one-shot's closure: run under the lock, it completes its future with what
 /// [`run_locked`] returns.
-pub(crate) struct LockedOnce<F> {
+pub(crate) struct LockedOnce<F, Shape = Nested> {
     pub(crate) f: F,
     pub(crate) spec: Exclusive,
+    pub(crate) shape: std::marker::PhantomData<Shape>,
 }
 
-impl<F, T> OnceBody<Result<Option<T>, LockError>> for LockedOnce<F>
+/// A [`LockedOnce`] whose output is `Result<Option<T>, LockError>` (`schedule_exclusive`).
+pub(crate) struct Nested;
+
+/// A [`LockedOnce`] whose output is an [`ExclusiveOutcome`] (`schedule_exclusive_outcome`).
+pub(crate) struct Full;
+
+impl<F, Shape> LockedOnce<F, Shape> {
+    pub(crate) fn new(f: F, spec: Exclusive) -> Self {
+        LockedOnce {
+            f,
+            spec,
+            shape: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<F, T> OnceBody<Result<Option<T>, LockError>> for LockedOnce<F, Nested>
 where
     F: FnOnce(&Lease) -> T + Send + 'static,
 {
     fn call(self, cx: &RunCx<'_>) -> Ran<Result<Option<T>, LockError>> {
         Ran::Output(run_locked(&self.spec, &Ledger::of(cx), None, self.f).map(Locked::ran))
+    }
+}
+
+impl<F, T> OnceBody<ExclusiveOutcome<T>> for LockedOnce<F, Full>
+where
+    F: FnOnce(&Lease) -> T + Send + 'static,
+{
+    fn call(self, cx: &RunCx<'_>) -> Ran<ExclusiveOutcome<T>> {
+        Ran::Output(Locked::outcome(run_locked(
+            &self.spec,
+            &Ledger::of(cx),
+            None,
+            self.f,
+        )))
     }
 }
 

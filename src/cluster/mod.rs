@@ -213,6 +213,77 @@ impl Pause {
     }
 }
 
+/// What an exclusive run did, in one enum
+/// ([`run_exclusive_outcome`](crate::ScheduledThreadPoolExecutor::run_exclusive_outcome),
+/// [`schedule_exclusive_outcome`](crate::ScheduledThreadPoolExecutor::schedule_exclusive_outcome)):
+/// the same facts as `run_exclusive`'s `Result<Option<T>, LockError>`, with a paused job
+/// told apart from a lease held elsewhere.
+///
+/// ```
+/// use schedpool::cluster::{ClusterLock, Exclusive, ExclusiveOutcome, LocalLock};
+/// use schedpool::ScheduledThreadPoolExecutor;
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let lock = Arc::new(LocalLock::new());
+/// let pool = ScheduledThreadPoolExecutor::new(1);
+/// let report = Exclusive::new(lock.clone(), "report", Duration::from_secs(60));
+/// match pool.run_exclusive_outcome(&report, |lease| lease.token()) {
+///     ExclusiveOutcome::Ran(token) => assert_eq!(token, 1),
+///     other => panic!("{other:?}"),
+/// }
+/// lock.pause("report", "ops", None).unwrap();
+/// let paused = pool.run_exclusive_outcome(&report, |_| ());
+/// assert!(matches!(paused, ExclusiveOutcome::Paused(ref p) if p.by == "ops"));
+/// assert_eq!(paused.into_result().unwrap(), None, "the nested shape: not run");
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ExclusiveOutcome<T> {
+    /// This node got the lease and ran the job: its output.
+    Ran(T),
+    /// Another node holds the lease: the job did not run here.
+    HeldElsewhere,
+    /// The job is paused on every node ([`ClusterLock::pause`]): it did not run.
+    Paused(Pause),
+    /// The lock's store could not be asked: the job did not run.
+    StoreFailed(LockError),
+}
+
+impl<T> ExclusiveOutcome<T> {
+    /// The output, if the job ran here.
+    pub fn ran(self) -> Option<T> {
+        match self {
+            ExclusiveOutcome::Ran(out) => Some(out),
+            _ => None,
+        }
+    }
+
+    /// `true` if the job ran here.
+    pub fn is_ran(&self) -> bool {
+        matches!(self, ExclusiveOutcome::Ran(_))
+    }
+
+    /// The shape of `run_exclusive` and `schedule_exclusive`: `Ok(Some(output))` if it
+    /// ran, `Ok(None)` if it was held elsewhere or paused, `Err` if the store failed.
+    ///
+    /// # Errors
+    /// [`ExclusiveOutcome::StoreFailed`]'s [`LockError`].
+    pub fn into_result(self) -> Result<Option<T>, LockError> {
+        match self {
+            ExclusiveOutcome::Ran(out) => Ok(Some(out)),
+            ExclusiveOutcome::HeldElsewhere | ExclusiveOutcome::Paused(_) => Ok(None),
+            ExclusiveOutcome::StoreFailed(e) => Err(e),
+        }
+    }
+}
+
+impl<T> From<ExclusiveOutcome<T>> for Result<Option<T>, LockError> {
+    fn from(outcome: ExclusiveOutcome<T>) -> Self {
+        outcome.into_result()
+    }
+}
+
 impl<L: ClusterLock + ?Sized> ClusterLock for Arc<L> {
     fn try_acquire(&self, name: &str, at_most_for: Duration) -> Result<Option<Lease>, LockError> {
         (**self).try_acquire(name, at_most_for)

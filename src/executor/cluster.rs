@@ -2,15 +2,16 @@
 //! exclusive one-shot ([`schedule_exclusive`](ScheduledThreadPoolExecutor::schedule_exclusive),
 //! [`schedule_exclusive_at`](ScheduledThreadPoolExecutor::schedule_exclusive_at)) and any
 //! closure under a lock on the caller's thread
-//! ([`run_exclusive`](ScheduledThreadPoolExecutor::run_exclusive)). They wrap the closure
+//! ([`run_exclusive`](ScheduledThreadPoolExecutor::run_exclusive)), each also with its
+//! outcome as one [`ExclusiveOutcome`] (the `_outcome` forms). They wrap the closure
 //! in `body/exclusive.rs`'s locked run; the periodic exclusive job is
 //! [`Periodic::exclusive`](crate::Periodic::exclusive) on `schedule_periodic`.
 
 use std::time::{Duration, Instant};
 
 use super::ScheduledThreadPoolExecutor;
-use crate::body::{run_locked, Ledger, Locked, LockedOnce};
-use crate::cluster::{Exclusive, Lease, LockError};
+use crate::body::{run_locked, Full, Ledger, Locked, LockedOnce, Nested};
+use crate::cluster::{Exclusive, ExclusiveOutcome, Lease, LockError};
 use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
 
@@ -64,14 +65,7 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
     {
         let name = self.task_name(&exclusive.name, true);
-        self.once_after(
-            delay,
-            LockedOnce {
-                f: task,
-                spec: exclusive,
-            },
-            name,
-        )
+        self.once_after(delay, LockedOnce::<_, Nested>::new(task, exclusive), name)
     }
 
     /// As [`schedule_exclusive`](Self::schedule_exclusive), due at `deadline` in the
@@ -92,10 +86,7 @@ impl ScheduledThreadPoolExecutor {
         let name = self.task_name(&exclusive.name, true);
         self.once_at(
             deadline,
-            LockedOnce {
-                f: task,
-                spec: exclusive,
-            },
+            LockedOnce::<_, Nested>::new(task, exclusive),
             name,
         )
     }
@@ -128,13 +119,61 @@ impl ScheduledThreadPoolExecutor {
         exclusive: &Exclusive,
         f: impl FnOnce(&Lease) -> T,
     ) -> Result<Option<T>, LockError> {
-        let ledger = Ledger {
+        run_locked(exclusive, &self.ledger(), None, f).map(Locked::ran)
+    }
+    /// As [`schedule_exclusive`](Self::schedule_exclusive), with the run's outcome as one
+    /// [`ExclusiveOutcome`]: `Ran(output)`, `HeldElsewhere`, `Paused` (the job is paused
+    /// on every node: `ClusterLock::pause`) or `StoreFailed`.
+    ///
+    /// ```
+    /// use schedpool::cluster::{Exclusive, LocalLock};
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let lock = Arc::new(LocalLock::new());
+    /// let nightly = Exclusive::new(lock, "invoice-run", Duration::from_secs(3600));
+    /// let (a, b) = (ScheduledThreadPoolExecutor::new(1), ScheduledThreadPoolExecutor::new(1));
+    /// let on_a = a.schedule_exclusive_outcome(Duration::ZERO, nightly.clone(), |_| "a").unwrap();
+    /// let on_b = b.schedule_exclusive_outcome(Duration::ZERO, nightly, |_| "b").unwrap();
+    /// let (ran_a, ran_b) = (on_a.get().unwrap(), on_b.get().unwrap());
+    /// assert!(ran_a.is_ran() != ran_b.is_ran(), "exactly one node ran it");
+    /// ```
+    ///
+    /// # Errors
+    /// As [`schedule`](Self::schedule).
+    pub fn schedule_exclusive_outcome<F, T>(
+        &self,
+        delay: Duration,
+        exclusive: Exclusive,
+        task: F,
+    ) -> Result<ScheduledFuture<ExclusiveOutcome<T>>, ScheduleError>
+    where
+        F: FnOnce(&Lease) -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let name = self.task_name(&exclusive.name, true);
+        self.once_after(delay, LockedOnce::<_, Full>::new(task, exclusive), name)
+    }
+
+    /// As [`run_exclusive`](Self::run_exclusive), with the outcome as one
+    /// [`ExclusiveOutcome`] (a paused job told apart from a lock held elsewhere).
+    pub fn run_exclusive_outcome<T>(
+        &self,
+        exclusive: &Exclusive,
+        f: impl FnOnce(&Lease) -> T,
+    ) -> ExclusiveOutcome<T> {
+        Locked::outcome(run_locked(exclusive, &self.ledger(), None, f))
+    }
+
+    /// Where a run on the caller's thread counts and traces: this pool's.
+    fn ledger(&self) -> Ledger<'_> {
+        Ledger {
             pool: self.pool.name(),
             id: None,
             task: None,
             counters: Some(&self.pool.counters),
             clock: self.pool.clock(),
-        };
-        run_locked(exclusive, &ledger, None, f).map(Locked::ran)
+        }
     }
 }
