@@ -132,7 +132,8 @@ impl ScheduledThreadPoolExecutor {
     /// use std::time::Duration;
     ///
     /// let lock = Arc::new(LocalLock::new());
-    /// let nightly = Exclusive::new(lock, "invoice-run", Duration::from_secs(3600));
+    /// let nightly = Exclusive::new(lock, "invoice-run", Duration::from_secs(3600))
+    ///     .at_least_for(Duration::from_secs(60)); // the other node finds it held
     /// let (a, b) = (ScheduledThreadPoolExecutor::new(1), ScheduledThreadPoolExecutor::new(1));
     /// let on_a = a.schedule_exclusive_outcome(Duration::ZERO, nightly.clone(), |_| "a").unwrap();
     /// let on_b = b.schedule_exclusive_outcome(Duration::ZERO, nightly, |_| "b").unwrap();
