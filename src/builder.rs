@@ -292,10 +292,9 @@ impl Builder {
     /// then only governs the idle spin). Two deadlines less than `p` apart may still fall
     /// in two slots, and so take two wake-ups. Only sleeping is rounded: a task already
     /// due when a worker looks for work is taken at once, never held back to its slot's
-    /// end. A
-    /// dense schedule thus costs one wake-up per `p` instead of one per deadline: the
-    /// trade-off is measured in `docs/BENCHMARKS.md` (workload W2's lateness and workload
-    /// W5's CPU at 0, 50 µs, 1 ms and 10 ms).
+    /// end. A dense schedule thus costs one wake-up per `p` instead of one per deadline:
+    /// the trade-off is measured in `docs/BENCHMARKS.md` (workload W2's lateness and
+    /// workload W5's CPU at 0, 50 µs, 1 ms and 10 ms).
     ///
     /// A task never starts before its deadline, whatever the precision; on a
     /// `ManualClock` the precision changes nothing (a wake-up there is an `advance`).

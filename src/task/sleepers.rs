@@ -30,18 +30,18 @@
 //! clones the slots' `Arc`s, and each slot's own mutex only moves a waker in or out.
 //!
 //! # Invariants
-//! - S1 (no lost wake-up): a sleeper joins the list under its task's key and counts itself
-//!   in `count`, issues a `SeqCst` fence, and only then checks its condition and parks; a
-//!   waker first makes its change (the task's state, the run state, the clock), issues a
-//!   `SeqCst` fence, then reads `count`, and wakes every listed run its change concerns:
-//!   those of its task's key (a cancel, an interrupt), or all (`shutdown_now`, an advance).
-//!   A run only checks changes to its own task and to the pool, so a wake-up is owed only
-//!   to the runs of the changed task's key, or to all. (A cancel that removed its task from the queue skips this: the
-//!   task was not running, so no sleeper waits on it.) Of the two fences one comes first in
-//!   their total order: either the waker's read sees the sleeper and unparks it (an unpark
-//!   before the park makes the park return at once), or the sleeper's check sees the
-//!   change. An async run joins with its waker already in its slot, so a wake-up that sees
-//!   it finds a waker to wake.
+//! - S1 (no lost wake-up): a sleeper joins the list under its task's key and counts
+//!   itself in `count`, issues a `SeqCst` fence, and only then checks its condition and
+//!   parks; a waker first makes its change (the task's state, the run state, the clock),
+//!   issues a `SeqCst` fence, then reads `count`, and wakes every listed run its change
+//!   concerns: those of its task's key (a cancel, an interrupt), or all (`shutdown_now`, an
+//!   advance). A run only checks changes to its own task and to the pool, so a wake-up is
+//!   owed only to the runs of the changed task's key, or to all. (A cancel that removed its
+//!   task from the queue skips this: the task was not running, so no sleeper waits on it.)
+//!   Of the two fences one comes first in their total order: either the waker's read sees
+//!   the sleeper and unparks it (an unpark before the park makes the park return at once),
+//!   or the sleeper's check sees the change. An async run joins with its waker already in
+//!   its slot, so a wake-up that sees it finds a waker to wake.
 //! - S2 (an async run's later polls): each poll that returns pending puts its waker back
 //!   into its slot, under the slot's mutex, before that poll ends; a wake-up takes the
 //!   waker out under the same mutex. So a wake-up whose take comes before the put finds
