@@ -18,7 +18,8 @@ use common::pg::PgServer;
 use common::{ms, sec, wait_until, BOUND};
 use schedpool::cluster::{ClusterLock, Exclusive, LockError, PgLock};
 use schedpool::{
-    ManualClock, MissedTicks, Next, Periodic, PoolStats, ScheduledThreadPoolExecutor, TaskContext,
+    ManualClock, MissedTicks, Next, Periodic, PoolStats, ScheduledFuture,
+    ScheduledThreadPoolExecutor, TaskContext,
 };
 
 /// A lock on `url` whose connection is named `node` (in `pg_stat_activity` and
@@ -355,9 +356,13 @@ fn tick_of(deadline: Instant) -> i64 {
     ((at.as_millis() + TICK.as_millis() / 2) / TICK.as_millis()) as i64
 }
 
-/// One node: an executor whose job, exclusive by `lock`, records in the database the
-/// ticks from `first` to `last` it ran; it returns when the database has seen `last`.
-fn run_node(url: &str, node: &str, first: i64, last: i64) -> PoolStats {
+/// A node's ticking job: an executor whose job, exclusive by `lock` (`tick-job`), records
+/// in the database each tick in `ticks` it runs.
+fn start_ticking(
+    url: &str,
+    node: &str,
+    ticks: std::ops::RangeInclusive<i64>,
+) -> (ScheduledThreadPoolExecutor, ScheduledFuture<()>) {
     let lock = pg_lock(url, node);
     let db = Mutex::new(postgres::Client::connect(url, postgres::NoTls).unwrap());
     let pool = ScheduledThreadPoolExecutor::builder()
@@ -377,7 +382,7 @@ fn run_node(url: &str, node: &str, first: i64, last: i64) -> PoolStats {
     let fut = pool
         .schedule_periodic_with_context(spec, move |ctx: &TaskContext<'_>| {
             let tick = tick_of(ctx.deadline());
-            if (first..=last).contains(&tick) {
+            if ticks.contains(&tick) {
                 db.lock()
                     .unwrap()
                     .execute(
@@ -389,6 +394,25 @@ fn run_node(url: &str, node: &str, first: i64, last: i64) -> PoolStats {
             Next::Continue
         })
         .unwrap();
+    (pool, fut)
+}
+
+/// The end of a ticking node: its job kept its schedule; the pool's statistics.
+fn stop_ticking(
+    node: &str,
+    pool: ScheduledThreadPoolExecutor,
+    fut: ScheduledFuture<()>,
+) -> PoolStats {
+    assert!(!fut.is_done(), "{node}: the job kept its schedule");
+    fut.cancel();
+    pool.close();
+    pool.stats()
+}
+
+/// One node: the ticking job, recording the ticks from `first` to `last` it runs; it
+/// returns when the database has seen `last`.
+fn run_node(url: &str, node: &str, first: i64, last: i64) -> PoolStats {
+    let (pool, fut) = start_ticking(url, node, first..=last);
     let mut probe = postgres::Client::connect(url, postgres::NoTls).unwrap();
     let seen_last = wait_for(sec((last - first) as u64 + 20), || {
         let row = probe
@@ -400,46 +424,15 @@ fn run_node(url: &str, node: &str, first: i64, last: i64) -> PoolStats {
         seen_last.is_some(),
         "{node}: the last tick was run by some node"
     );
-    assert!(!fut.is_done(), "{node}: the job kept its schedule");
-    fut.cancel();
-    pool.close();
-    pool.stats()
+    stop_ticking(node, pool, fut)
 }
 
-/// One node of the pause test: the ticking job of `run_node`, recording every tick it
-/// runs (`runs`), for `secs`; its statistics.
+/// One node of the pause test: the ticking job, recording every tick it runs, for `secs`
+/// (the test pauses and resumes the job meanwhile); its statistics.
 fn run_pausable(url: &str, node: &str, secs: Duration) -> PoolStats {
-    let lock = pg_lock(url, node);
-    let db = Mutex::new(postgres::Client::connect(url, postgres::NoTls).unwrap());
-    let pool = ScheduledThreadPoolExecutor::builder()
-        .core_pool_size(1)
-        .name(node)
-        .build();
-    let to_next = TICK - Duration::from_nanos((epoch().as_nanos() % TICK.as_nanos()) as u64);
-    let spec = Periodic::at_fixed_rate(TICK)
-        .initial_delay(to_next)
-        .missed_ticks(MissedTicks::Skip)
-        .max_lateness(TICK * 4 / 10)
-        .exclusive(Exclusive::new(lock, "tick-job", sec(10)).at_least_for(TICK / 2));
-    let name = node.to_owned();
-    let fut = pool
-        .schedule_periodic_with_context(spec, move |ctx: &TaskContext<'_>| {
-            let tick = tick_of(ctx.deadline());
-            db.lock()
-                .unwrap()
-                .execute(
-                    "INSERT INTO runs (tick, node) VALUES ($1, $2)",
-                    &[&tick, &name],
-                )
-                .unwrap();
-            Next::Continue
-        })
-        .unwrap();
+    let (pool, fut) = start_ticking(url, node, i64::MIN..=i64::MAX);
     std::thread::sleep(secs);
-    assert!(!fut.is_done(), "{node}: the job kept its schedule");
-    fut.cancel();
-    pool.close();
-    pool.stats()
+    stop_ticking(node, pool, fut)
 }
 
 /// A child node's report line, as `(field, value)` pairs.

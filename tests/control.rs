@@ -49,6 +49,24 @@ fn every(period: u64) -> Periodic {
     Periodic::at_fixed_rate(sec(period)).initial_delay(sec(period))
 }
 
+/// A task every 10 s, in its first run (at 10 s) until the returned gate opens.
+fn held_in_its_first_run(
+    clock: &ManualClock,
+    pool: &ScheduledThreadPoolExecutor,
+) -> (ScheduledFuture<()>, Gate) {
+    let (entered, release) = (Gate::default(), Gate::default());
+    let (e, r) = (entered.clone(), release.clone());
+    let job = pool
+        .schedule_periodic(every(10), move || {
+            e.open();
+            r.wait();
+        })
+        .unwrap();
+    clock.advance(sec(10));
+    entered.wait();
+    (job, release)
+}
+
 fn periodic(
     pool: &ScheduledThreadPoolExecutor,
     clock: &ManualClock,
@@ -248,16 +266,7 @@ fn a_task_by_its_id_from_the_task_list() {
 #[test]
 fn a_running_task_is_found_by_its_id() {
     let (clock, pool) = manual_pool(1);
-    let (entered, release) = (Gate::default(), Gate::default());
-    let (e, r) = (entered.clone(), release.clone());
-    let job = pool
-        .schedule_periodic(every(10), move || {
-            e.open();
-            r.wait();
-        })
-        .unwrap();
-    clock.advance(sec(10));
-    entered.wait();
+    let (job, release) = held_in_its_first_run(&clock, &pool);
     let handle = pool.task(job.id()).expect("running");
     assert!(handle.pause(), "paused during its run");
     release.open();
@@ -326,16 +335,7 @@ fn shutdown_and_shutdown_now_treat_a_paused_task_as_any_periodic_task() {
 #[test]
 fn controls_after_shutdown_now_are_refused_where_they_would_run() {
     let (clock, pool) = manual_pool(1);
-    let (entered, release) = (Gate::default(), Gate::default());
-    let (e, r) = (entered.clone(), release.clone());
-    let job = pool
-        .schedule_periodic(every(10), move || {
-            e.open();
-            r.wait();
-        })
-        .unwrap();
-    clock.advance(sec(10));
-    entered.wait();
+    let (job, release) = held_in_its_first_run(&clock, &pool);
     drop(pool.shutdown_now());
     assert!(!job.run_now(), "stopping: no run is asked for");
     release.open();
