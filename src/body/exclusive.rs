@@ -292,17 +292,17 @@ fn keep_extending(
 
 /// An exclusive one-shot's closure: run under the lock, it completes its future with what
 /// [`run_locked`] returns.
-pub(crate) struct LockedOnce<F, Shape = Nested> {
+pub(crate) struct LockedOnce<F, Shape = NestedShape> {
     pub(crate) f: F,
     pub(crate) spec: Exclusive,
     pub(crate) shape: std::marker::PhantomData<Shape>,
 }
 
 /// A [`LockedOnce`] whose output is `Result<Option<T>, LockError>` (`schedule_exclusive`).
-pub(crate) struct Nested;
+pub(crate) struct NestedShape;
 
 /// A [`LockedOnce`] whose output is an [`ExclusiveOutcome`] (`schedule_exclusive_outcome`).
-pub(crate) struct Full;
+pub(crate) struct OutcomeShape;
 
 impl<F, Shape> LockedOnce<F, Shape> {
     pub(crate) fn new(f: F, spec: Exclusive) -> Self {
@@ -314,7 +314,7 @@ impl<F, Shape> LockedOnce<F, Shape> {
     }
 }
 
-impl<F, T> OnceBody<Result<Option<T>, LockError>> for LockedOnce<F, Nested>
+impl<F, T> OnceBody<Result<Option<T>, LockError>> for LockedOnce<F, NestedShape>
 where
     F: FnOnce(&Lease) -> T + Send + 'static,
 {
@@ -323,7 +323,7 @@ where
     }
 }
 
-impl<F, T> OnceBody<ExclusiveOutcome<T>> for LockedOnce<F, Full>
+impl<F, T> OnceBody<ExclusiveOutcome<T>> for LockedOnce<F, OutcomeShape>
 where
     F: FnOnce(&Lease) -> T + Send + 'static,
 {

@@ -28,5 +28,7 @@ mod span;
 pub(crate) use async_run::Async;
 pub use context::TaskContext;
 pub(crate) use context::{Fallible, Guarded, WithContext};
-pub(crate) use exclusive::{owes_catch_up, run_locked, Full, Ledger, Locked, LockedOnce, Nested};
+pub(crate) use exclusive::{
+    owes_catch_up, run_locked, Ledger, Locked, LockedOnce, NestedShape, OutcomeShape,
+};
 pub(crate) use span::{submitter_span, Linked};

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use super::ScheduledThreadPoolExecutor;
-use crate::body::{run_locked, Full, Ledger, Locked, LockedOnce, Nested};
+use crate::body::{run_locked, Ledger, Locked, LockedOnce, NestedShape, OutcomeShape};
 use crate::cluster::{Exclusive, ExclusiveOutcome, Lease, LockError};
 use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
@@ -65,7 +65,11 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
     {
         let name = self.task_name(&exclusive.name, true);
-        self.once_after(delay, LockedOnce::<_, Nested>::new(task, exclusive), name)
+        self.once_after(
+            delay,
+            LockedOnce::<_, NestedShape>::new(task, exclusive),
+            name,
+        )
     }
 
     /// As [`schedule_exclusive`](Self::schedule_exclusive), due at `deadline` in the
@@ -86,7 +90,7 @@ impl ScheduledThreadPoolExecutor {
         let name = self.task_name(&exclusive.name, true);
         self.once_at(
             deadline,
-            LockedOnce::<_, Nested>::new(task, exclusive),
+            LockedOnce::<_, NestedShape>::new(task, exclusive),
             name,
         )
     }
@@ -154,7 +158,11 @@ impl ScheduledThreadPoolExecutor {
         T: Send + 'static,
     {
         let name = self.task_name(&exclusive.name, true);
-        self.once_after(delay, LockedOnce::<_, Full>::new(task, exclusive), name)
+        self.once_after(
+            delay,
+            LockedOnce::<_, OutcomeShape>::new(task, exclusive),
+            name,
+        )
     }
 
     /// As [`run_exclusive`](Self::run_exclusive), with the outcome as one

@@ -347,7 +347,7 @@ impl Taker {
             }
             _ => false,
         };
-        let mut waiting = Waiting {
+        let mut waiting = WaitCx {
             signals,
             guard,
             waiters,
@@ -363,7 +363,7 @@ impl Taker {
 
     /// [`wait`](Self::wait) as the leader of head `h` (F1): until `h` is due on `park.rs`'s
     /// plan, or until a new head wakes it (F2). `true` if its timed wait ran out.
-    fn lead<T>(&mut self, cx: &mut Waiting<'_, '_, T>, h: Ticks) -> bool {
+    fn lead<T>(&mut self, cx: &mut WaitCx<'_, '_, T>, h: Ticks) -> bool {
         let timeout = self.timeout;
         let w = cx.waiters();
         w.leader = true; // F1
@@ -410,7 +410,7 @@ impl Taker {
     /// [`wait`](Self::wait) as a follower: the backup of a leader with a head (F5), one
     /// idle spin for a new head of an empty queue, or an untimed sleep until a wake-up or
     /// the caller's timeout. `true` if its timed wait ran out.
-    fn follow<T>(&mut self, cx: &mut Waiting<'_, '_, T>, head: Option<Ticks>) -> bool {
+    fn follow<T>(&mut self, cx: &mut WaitCx<'_, '_, T>, head: Option<Ticks>) -> bool {
         let timeout = self.timeout;
         let w = cx.waiters();
         // F5: the first follower behind a leader with a head backs it up.
@@ -478,7 +478,7 @@ impl Taker {
 
 /// What one [`Taker::wait`] works with: the queue's signals, its lock held in `guard`, the
 /// way to the waiters' state in the guarded data, the clock, and the caller's `sync`.
-struct Waiting<'a, 'g, T> {
+struct WaitCx<'a, 'g, T> {
     signals: &'a Signals,
     guard: &'a mut MutexGuard<'g, T>,
     waiters: fn(&mut T) -> &mut Waiters,
@@ -486,7 +486,7 @@ struct Waiting<'a, 'g, T> {
     sync: &'a mut dyn FnMut(&Waiters) -> Ticks,
 }
 
-impl<T> Waiting<'_, '_, T> {
+impl<T> WaitCx<'_, '_, T> {
     fn waiters(&mut self) -> &mut Waiters {
         (self.waiters)(self.guard)
     }
