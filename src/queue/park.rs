@@ -22,6 +22,10 @@
 //! wake-up). Past the cap, a leader whose deadline is that close sleeps at least
 //! `LEADER_SPIN` and takes what fell due meanwhile in one go (a longer [`Lead::Sleep`]), so
 //! a dense schedule costs neither a spinning core nor a futex round trip per deadline.
+//! A window that spent its whole share was such a schedule, and the next `DENSE_REST`
+//! windows start no spin at all: there the coarse sleeps set the lateness, the spin buys
+//! little of it back and is the largest CPU cost (workload W5, `docs/BENCHMARKS.md`,
+//! "W5: the leader's spin"), so a dense schedule spins at most a fifth of the share.
 //!
 //! With a timer precision `p` ([`Builder::timer_precision`](crate::Builder::timer_precision)),
 //! the leader wakes at the head's deadline rounded up to a multiple of `p` (of the clock's
@@ -33,6 +37,8 @@
 //! - P1: at most one idle spinner per queue (`Park::spinning`).
 //! - P2: the time charged per window never exceeds the window's share by more than one
 //!   spin (a spin starts only while `spent < share`, and lasts at most `LEADER_SPIN`).
+//! - P3: no spin starts in the `DENSE_REST` windows after one that spent its share (idle
+//!   windows count: a pool that went quiet spins again once they have passed).
 //!
 //! # Ordering
 //! [`Park`] lives in the queue's `Waiters` (`waiters.rs`), under the lock that guards them
@@ -56,6 +62,9 @@ const IDLE_SPIN: Duration = Duration::from_micros(20);
 const SPIN_WINDOW: Duration = Duration::from_millis(10);
 /// Spinning may use `1 / SPIN_SHARE` of each window (5 %).
 const SPIN_SHARE: u32 = 20;
+/// After a window that spent its share, this many windows start no spin (P3): a dense
+/// schedule spins in one window of `DENSE_REST + 1`, at most 1 % of wall time.
+const DENSE_REST: u32 = 4;
 
 /// How a pool's workers wait on the real clock: whether they may spin instead of sleeping
 /// (set with [`Builder::spin_policy`](crate::Builder::spin_policy)). A `ManualClock`
@@ -64,7 +73,8 @@ const SPIN_SHARE: u32 = 20;
 /// ```text
 /// policy      leader near a deadline           idle worker            CPU cost
 /// Adaptive    spins the last 50 µs             spins 20 µs, then      spinning capped at 5 %
-///             (within the cap), else sleeps    parks                  of wall time per pool
+///             (within the cap), else sleeps    parks                  of wall time per pool,
+///                                                                     1 % in a dense schedule
 /// Unbounded   always spins the last 50 µs      spins 20 µs, then      uncapped: a dense schedule
 ///                                              parks                  keeps a core busy
 /// Never       sleeps until the deadline        parks at once          none: every wait is a sleep
@@ -86,8 +96,8 @@ const SPIN_SHARE: u32 = 20;
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SpinPolicy {
-    /// Spin near deadlines and briefly when idle, at most 5 % of wall time per pool (the
-    /// default).
+    /// Spin near deadlines and briefly when idle, at most 5 % of wall time per pool and 1 %
+    /// once a schedule is dense enough to reach that cap (the default).
     #[default]
     Adaptive,
     /// Spin near every deadline and briefly when idle, without a cap: the best precision
@@ -108,6 +118,8 @@ pub(super) struct Park {
     spinning: bool,
     /// The timer precision in ticks (nanoseconds); 0 for none.
     precision: Ticks,
+    /// Windows left, the current one included, in which no spin starts (P3).
+    rest: u32,
 }
 
 /// What the leader does next (real clock).
@@ -126,6 +138,7 @@ impl Park {
             window_start: Instant::now(),
             spent: Duration::ZERO,
             spinning: false,
+            rest: 0,
             precision: u64::try_from(precision.as_nanos()).unwrap_or(u64::MAX),
         }
     }
@@ -148,11 +161,22 @@ impl Park {
             SpinPolicy::Unbounded => return true,
             SpinPolicy::Adaptive => {}
         }
-        if now.saturating_duration_since(self.window_start) >= SPIN_WINDOW {
+        let share = SPIN_WINDOW / SPIN_SHARE;
+        let elapsed = now.saturating_duration_since(self.window_start);
+        if elapsed >= SPIN_WINDOW {
+            // The window that ended rested one of its windows, or spent its share and
+            // starts a rest (P3); the windows since, with no spin asked for, rested too.
+            let idle = elapsed.as_nanos() / SPIN_WINDOW.as_nanos() - 1;
+            let rest = if self.spent >= share {
+                DENSE_REST
+            } else {
+                self.rest.saturating_sub(1)
+            };
+            self.rest = rest.saturating_sub(u32::try_from(idle).unwrap_or(u32::MAX));
             self.window_start = now;
             self.spent = Duration::ZERO;
         }
-        self.spent < SPIN_WINDOW / SPIN_SHARE
+        self.rest == 0 && self.spent < share
     }
 
     /// The leader's plan for a head due at tick `head` of `clock` (the real clock), with
@@ -302,6 +326,41 @@ mod tests {
             matches!(p.plan_lead(&clock, head, None).0, Lead::Sleep(Some(u)) if u >= due),
             "past the budget the leader sleeps, never waking before the deadline"
         );
+    }
+
+    #[test]
+    fn a_window_that_spent_its_share_rests_the_next_ones() {
+        let mut p = Park::new(SpinPolicy::Adaptive, Duration::ZERO);
+        let t0 = p.window_start;
+        let window = |k: u32| t0 + SPIN_WINDOW * k;
+        assert!(p.allows(t0));
+        p.charge_lead(Spun {
+            length: SPIN_WINDOW / SPIN_SHARE,
+            new_head: false,
+        });
+        assert!(!p.allows(t0), "the share is spent");
+        assert!(!p.allows(window(1)), "P3: the next window rests");
+        for k in 2..=DENSE_REST {
+            assert!(!p.allows(window(k)), "P3: window {k} rests");
+        }
+        assert!(p.allows(window(DENSE_REST + 1)), "the rest is over");
+        // Idle windows rest too: after a dense window, a pool quiet for the rest's length
+        // spins at once.
+        p.charge_lead(Spun {
+            length: SPIN_WINDOW,
+            new_head: false,
+        });
+        assert!(
+            !p.allows(window(2 * DENSE_REST + 1)),
+            "one window of the rest left"
+        );
+        assert!(p.allows(window(2 * DENSE_REST + 2)));
+        // A window that spins but stays within its share starts no rest.
+        p.charge_lead(Spun {
+            length: SPIN_WINDOW / SPIN_SHARE / 2,
+            new_head: false,
+        });
+        assert!(p.allows(window(2 * DENSE_REST + 3)));
     }
 
     #[test]
