@@ -614,3 +614,84 @@ proptest! {
         run_fragile::<4>(ops);
     }
 }
+
+thread_local! {
+    /// Comparisons made by [`Counted`] entries on this thread.
+    static COMPARISONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// An entry that keeps its position (the executor's tasks do) and counts its comparisons;
+/// `P`: whether its order may panic (a `PriorityBlockingQueue`'s user order takes the
+/// other path of every sift).
+#[derive(Debug, Clone)]
+struct Counted<const P: bool>(std::rc::Rc<Own>);
+
+impl<const P: bool> Ordered for Counted<P> {
+    const MAY_PANIC: bool = P;
+
+    fn before(&self, other: &Self) -> bool {
+        COMPARISONS.with(|c| c.set(c.get() + 1));
+        self.0.key < other.0.key
+    }
+}
+
+impl<const P: bool> Indexed for Counted<P> {
+    fn set_index(&self, pos: Option<usize>) {
+        self.0.at.set(pos);
+    }
+}
+
+/// A cancel (`remove_at`) and a reschedule (`update_at`) of an entry already in the heap,
+/// found by the position it keeps, make O(log n) comparisons: at most `D + 1` for each
+/// level, at every size up to 2^14, for a removal from anywhere and a re-key to the root
+/// or past the last leaf. A removal that searched or rebuilt would make thousands.
+#[test]
+fn removal_and_rekeying_by_position_make_logarithmically_many_comparisons() {
+    fn run<const D: usize, const P: bool>() {
+        use std::rc::Rc;
+        const N: u64 = 1 << 14;
+        let entry = |key: u64, seq: u64| {
+            Counted::<P>(Rc::new(Own {
+                key: E(key, seq),
+                at: std::cell::Cell::new(None),
+            }))
+        };
+        let mut heap = IndexedHeap::<Counted<P>, D, InEntry>::with_capacity(0);
+        // Keys in a scrambled order (an odd multiplier permutes the residues mod 2^k).
+        let entries: Vec<_> = (0..N)
+            .map(|k| entry(k.wrapping_mul(0x9E37_79B9) % N + 1, k))
+            .collect();
+        let mut ops = 0;
+        for (i, e) in entries.iter().enumerate() {
+            heap.push_indexed(e.clone());
+            if i < 64 || i % 13 != 0 {
+                continue;
+            }
+            let levels = heap.len().ilog(D) as usize + 1;
+            let bound = (D + 1) * (levels + 1);
+            // An earlier entry, chosen by the same scramble, and where it is now.
+            let victim = &entries[(i * 7919) % i];
+            let Some(pos) = victim.0.at.get() else {
+                continue; // removed or re-keyed by an earlier round
+            };
+            COMPARISONS.with(|c| c.set(0));
+            match i % 3 {
+                0 => drop(heap.remove_at(pos)),
+                1 => drop(heap.update_at(pos, |e| *e = entry(0, i as u64))),
+                _ => drop(heap.update_at(pos, |e| *e = entry(u64::MAX, i as u64))),
+            }
+            let made = COMPARISONS.with(std::cell::Cell::get);
+            assert!(
+                made <= bound,
+                "D = {D}, {} entries: {made} comparisons, more than {bound}",
+                heap.len()
+            );
+            ops += 1;
+        }
+        assert!(ops > 500, "the checks ran: {ops}");
+        heap.check_indexed(|e| e.0.at.get());
+    }
+    run::<2, false>();
+    run::<4, false>();
+    run::<4, true>();
+}
