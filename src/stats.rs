@@ -347,7 +347,8 @@ pub(crate) struct Counters {
     pub(crate) lock_failed: CachePadded<AtomicU64>,
     pub(crate) lock_overruns: CachePadded<AtomicU64>,
     pub(crate) lock_extended: CachePadded<AtomicU64>,
-    /// Tasks cancelled (`PoolStats::cancelled_count`).
+    /// Tasks cancelled that a cancel did not take out of their shard (`PoolStats::cancelled_count`,
+    /// with each shard's `Tally::cancelled`).
     pub(crate) cancelled: CachePadded<AtomicU64>,
     /// Runs that panicked (`panicked` also counts panicking triggers).
     pub(crate) run_panicked: CachePadded<AtomicU64>,

@@ -317,6 +317,46 @@ fn active_count_is_seen_from_inside_the_running_task() {
     finish(&pool);
 }
 
+/// Every way a task is cancelled counts it once: a queued task removed at once, one left
+/// queued (remove-on-cancel off) and purged later, a running one-shot interrupted, and a
+/// periodic task that shutdown cancels.
+#[test]
+fn cancelled_count_counts_each_cancelled_task_once_whichever_way() {
+    let (_clock, pool) = manual_pool(1);
+    let cancelled = |pool: &ScheduledThreadPoolExecutor| pool.stats().cancelled_count;
+    let removed = pool.schedule(sec(10), || ()).unwrap();
+    assert!(removed.cancel() && !removed.cancel());
+    assert_eq!(cancelled(&pool), 1, "removed at once (remove-on-cancel)");
+
+    pool.set_remove_on_cancel(false);
+    let left = pool.schedule(sec(10), || ()).unwrap();
+    assert!(left.cancel() && !left.cancel());
+    assert_eq!(cancelled(&pool), 2, "left in the queue");
+    assert_eq!(pool.purge(), 1);
+    assert_eq!(cancelled(&pool), 2, "a purge is no second cancel");
+    pool.set_remove_on_cancel(true);
+
+    let (gate, started) = (Gate::default(), counter());
+    let (g, s) = (gate.clone(), started.clone());
+    let running = pool
+        .submit(move || {
+            s.fetch_add(1, Ordering::SeqCst);
+            g.wait();
+        })
+        .unwrap();
+    assert!(wait_until(|| load(&started) == 1));
+    assert!(!running.cancel(), "a running one-shot is not cancelled");
+    assert!(running.interrupt() && !running.interrupt());
+    assert_eq!(cancelled(&pool), 3, "interrupted while it ran");
+    gate.open();
+
+    let periodic = pool.schedule_at_fixed_rate(sec(5), sec(5), || ()).unwrap();
+    pool.shutdown();
+    assert!(periodic.is_cancelled());
+    assert_eq!(cancelled(&pool), 4, "cancelled by shutdown");
+    assert_eq!(finish(&pool).cancelled_count, 4);
+}
+
 #[test]
 fn a_periodic_run_in_progress_when_cancelled_counts_when_it_finishes() {
     let (_clock, pool) = manual_pool(1);

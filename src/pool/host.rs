@@ -185,22 +185,29 @@ impl Pool {
         if !won {
             return false;
         }
-        crate::stats::bump(&self.counters.cancelled);
         // A task taken out of the queue here was not running, so it cannot be asleep in
         // `TaskContext::sleep`; any other may be.
         let mut was_queued = false;
         // Relaxed: a setting; the removal itself is ordered by the home shard's lock (T4).
         if self.remove_on_cancel.load(Ordering::Relaxed) {
-            let removed = self
-                .queue
-                .lock(header.home())
-                .remove_tracked(&header.position); // T4
+            // A removed task is counted in the shard it leaves, not in a line that every
+            // canceller shares (`Tally::cancelled`).
+            let removed = {
+                let mut shard = self.queue.lock(header.home());
+                let removed = shard.remove_tracked(&header.position); // T4
+                shard.ext().cancelled += u64::from(removed.is_some());
+                removed
+            };
             if removed.is_some() {
                 was_queued = true;
                 wake_if_drained(self); // E3
             }
             drop(removed); // I4: outside the lock
         }
+        if !was_queued {
+            crate::stats::bump(&self.counters.cancelled);
+        }
+        // Counted before the task is seen cancelled: a waiter that wakes reads the count.
         task.finish_cancelled();
         if !was_queued {
             // S1: the task may be running, asleep or awaiting; its own runs are woken.

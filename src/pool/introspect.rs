@@ -15,10 +15,11 @@ impl Pool {
     /// (`ScheduledThreadPoolExecutor::stats`).
     pub(crate) fn stats(&self) -> PoolStats {
         let (lateness_p50, lateness_p99, lateness_max) = self.lateness.summary();
-        let (queued, submitted) = {
+        let (queued, submitted, cancelled) = {
             let mut all = self.queue.lock_all();
             let submitted: u64 = all.shards().map(|g| g.ext().submitted).sum();
-            (all.len(), submitted)
+            let cancelled: u64 = all.shards().map(|g| g.ext().cancelled).sum();
+            (all.len(), submitted, cancelled)
         };
         let c = &self.counters;
         PoolStats {
@@ -30,7 +31,7 @@ impl Pool {
             task_count: stats::read(&c.task_count) + submitted,
             completed_task_count: stats::read(&c.completed),
             rejected_count: stats::read(&c.rejected),
-            cancelled_count: stats::read(&c.cancelled),
+            cancelled_count: stats::read(&c.cancelled) + cancelled,
             panicked_count: stats::read(&c.panicked),
             late_count: stats::read(&c.late),
             skipped_runs: stats::read(&c.skipped),

@@ -157,6 +157,12 @@ pub(crate) struct Tally {
     /// without queueing, counted in `Counters::task_count`); counted under the shard's
     /// lock instead of in a shared atomic.
     pub(crate) submitted: u64,
+    /// Tasks of this shard that a cancel took out of it (`PoolStats::cancelled_count`,
+    /// with the cancels that found their task elsewhere — running, or left queued by
+    /// remove-on-cancel off, or shutdown's — counted in `Counters::cancelled`): one
+    /// shared counter bumped by every cancel cost workloads W4 and W7 a fifth of their
+    /// throughput (`docs/BENCHMARKS.md`).
+    pub(crate) cancelled: u64,
     /// This shard's reference to the pool for the futures of its submissions ([`Arc<Stripe>`]);
     /// `None` once the last executor handle is gone (which breaks the cycle
     /// `Pool` → `Tally` → `Stripe` → `Pool`).
