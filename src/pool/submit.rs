@@ -164,7 +164,8 @@ impl Pool {
         future: bool,
     ) -> Result<Option<Arc<Stripe>>, ScheduleError> {
         let published = if self.config.max_queued_tasks == usize::MAX {
-            let mut q = self.queue.lock(self.queue.local_shard());
+            let due = now.is_some_and(|now| task.header().deadline() <= now);
+            let mut q = self.queue.lock_to_submit(due);
             self.publish(&mut q, task, now, 0, future)
         } else {
             // A bounded queue counts every shard's tasks under every shard's lock.

@@ -7,7 +7,11 @@
 //! *coordinator* mutex for the waiting takers:
 //!
 //! - A thread submits into its own shard (a thread-local number modulo `S`), so two
-//!   producers rarely meet on a lock or a cache line. A task remembers the shard it was
+//!   producers rarely meet on a lock or a cache line. A task due at once goes to the first
+//!   shard after it whose lock is free ([`ShardedQueue::lock_to_submit`]): the workers pop
+//!   due tasks from the producer's shard, and a producer that waited for a popping
+//!   worker's lock spent a fifth of its time yielding (`docs/BENCHMARKS.md`, "W1: where
+//!   the producer's 300 ns go"). A task remembers the shard it was
 //!   first queued in (its *home*, `Header::home`); its cancel, reschedule and re-queue
 //!   lock that shard, so its `Position` always belongs to one lock (T4 in `task/mod.rs`).
 //! - Every shard publishes its head's deadline in an atomic (`Shard::head`, written by the
@@ -63,9 +67,10 @@
 //!   Sequence numbers follow submission order: within a shard they grow under its lock;
 //!   across shards, of two submissions where one returns before the other starts, the
 //!   second's clock reading is not smaller (the monotonic clock), and larger unless the
-//!   clock did not tick during the hand-off between the two threads (it does on a
-//!   nanosecond clock: the hand-off alone takes longer); a `ManualClock` pool uses one
-//!   counter, whose order agrees with happens-before.
+//!   clock did not tick during the hand-off between the two threads or, for one thread's
+//!   two due submissions in different shards (`lock_to_submit`), between the two (it
+//!   does on a nanosecond clock: a submission alone takes longer); a `ManualClock` pool
+//!   uses one counter, whose order agrees with happens-before.
 //! - Q4: `active` counts takes not yet `finished`; a take increments it in the critical
 //!   section that pops, so a thread holding every shard lock sees each due entry either
 //!   queued or counted (`wait_idle`).
@@ -286,6 +291,30 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
             // Relaxed: the counter's modification order agrees with happens-before.
             Clock::Manual(_) => self.seq.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// Locks the shard a submission goes to: the calling thread's own, or, for a task
+    /// `due` at once, the first one after it whose lock is free, so that the submission
+    /// does not wait for a worker popping in its own (module notes). With every shard
+    /// locked it waits for its own.
+    #[inline]
+    pub(crate) fn lock_to_submit(&self, due: bool) -> ShardGuard<'_, E, X> {
+        let own = self.local_shard();
+        if due {
+            let mask = self.shards.len() - 1;
+            for index in (own..own + self.shards.len()).map(|i| i & mask) {
+                let shard = &self.shards[index];
+                if let Some(state) = shard.state.try_lock() {
+                    return ShardGuard {
+                        queue: self,
+                        shard,
+                        index,
+                        state: Some(state),
+                    };
+                }
+            }
+        }
+        self.lock(own)
     }
 
     /// Locks shard `index` (taken modulo the shard count).

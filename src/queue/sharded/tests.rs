@@ -104,6 +104,40 @@ fn removal_and_rekeying_stay_in_the_home_shard() {
     assert!(q.is_empty_hint());
 }
 
+/// A submission due at once takes the first free shard after its thread's own when that
+/// one is locked (a worker popping there), and waits for nothing; a later one, or one
+/// whose own shard is free, goes to its own.
+#[test]
+fn a_due_submission_takes_the_next_free_shard_when_its_own_is_locked() {
+    use std::sync::mpsc;
+    let (_c, q) = manual(4);
+    let (to_test, from_producer) = mpsc::channel();
+    let (go, wait_go) = mpsc::channel::<()>();
+    let producer = {
+        let q = q.clone();
+        std::thread::spawn(move || {
+            let own = q.local_shard();
+            to_test.send(own).unwrap();
+            wait_go.recv().unwrap();
+            to_test.send(q.lock_to_submit(true).index()).unwrap();
+            wait_go.recv().unwrap();
+            let due = q.lock_to_submit(true).index();
+            let later = q.lock_to_submit(false).index();
+            (own, (due, later))
+        })
+    };
+    let own = from_producer.recv().unwrap();
+    let held = q.lock(own);
+    go.send(()).unwrap();
+    let took = from_producer.recv_timeout(Duration::from_secs(60));
+    drop(held); // a producer that waited for it returns now, and the test fails below
+    assert_eq!(took, Ok((own + 1) % 4), "the next shard, without waiting");
+    go.send(()).unwrap();
+    let (own_again, free) = producer.join().unwrap();
+    assert_eq!(own_again, own);
+    assert_eq!(free, (own, own), "its own shard when that is free");
+}
+
 #[test]
 fn wait_idle_waits_for_due_entries_and_active_takes() {
     let (c, q) = manual(2);
