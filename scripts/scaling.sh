@@ -9,7 +9,8 @@
 #   `take_run_spread` (the same with every shard holding entries: the head scan's worst
 #   case);
 # - per due task, for W2, W4 and W6 of the comparison binary (`benches/compare`, quick
-#   sizes) on schedpool and scheduled-thread-pool with K workers: wake-ups sent
+#   sizes) on schedpool and scheduled-thread-pool with K workers, and per 1,000 pairs of
+#   W7 with K producers as well (`COMPARE_PRODUCERS`): wake-ups sent
 #   (`sched:sched_waking`, counted in the waker) and context switches (`perf stat`), and futex calls
 #   (`strace -f -c`, a separate run: strace slows every call).
 #
@@ -82,6 +83,28 @@ due_tasks() {
     esac
 }
 
+# counts ROW_LABEL DIVISOR SCALE SYSTEM WORKLOAD ENV...: one table row of wake-ups sent,
+# context switches and futex calls of a quick run, times SCALE, divided by DIVISOR.
+counts() {
+    local label="$1" div="$2" scale="$3" sys="$4" w="$5"
+    shift 5
+    env "$@" perf stat -x, -o "$tmp/stat" -e sched:sched_waking,context-switches \
+        "$bin" "$sys" "$w" --quick >/dev/null 2>&1 || die "perf stat failed on $sys $w"
+    wakeups="$(awk -F, '$3 ~ /sched_waking/ {print $1}' "$tmp/stat")"
+    switches="$(awk -F, '$3 ~ /context-switches/ {print $1}' "$tmp/stat")"
+    env "$@" strace -f -c -e trace=futex -o "$tmp/strace" \
+        "$bin" "$sys" "$w" --quick >/dev/null 2>&1 || die "strace failed on $sys $w"
+    futex="$(awk '$NF == "futex" {print $4}' "$tmp/strace")"
+    awk -v l="$label" -v d="$div" -v m="$scale" -v a="$wakeups" -v b="$switches" -v c="${futex:-0}" \
+        'BEGIN {printf "%s %.1f | %.1f | %.1f |\n", l, m * a / d, m * b / d, m * c / d}'
+}
+
+# pool_env K: the environment of a run with K workers (and K shards unless auto).
+pool_env() {
+    echo "COMPARE_WORKERS=$1"
+    [ "$shards_mode" = auto ] || echo "SCHEDPOOL_SHARDS=$1"
+}
+
 echo "## Per due task (quick sizes: W2 10,000 tasks, W4 500 that fire of 50,000 scheduled, W6 200)"
 echo
 echo "| workload | system | workers = shards | wake-ups sent | context switches | futex calls |"
@@ -90,17 +113,22 @@ for w in w2 w4 w6; do
     due="$(due_tasks "$w")"
     for sys in schedpool stp; do
         for k in $counts; do
-            envs=(COMPARE_WORKERS="$k")
-            [ "$shards_mode" = auto ] || envs+=(SCHEDPOOL_SHARDS="$k")
-            env "${envs[@]}" perf stat -x, -o "$tmp/stat" -e sched:sched_waking,context-switches \
-                "$bin" "$sys" "$w" --quick >/dev/null 2>&1 || die "perf stat failed on $sys $w"
-            wakeups="$(awk -F, '$3 ~ /sched_waking/ {print $1}' "$tmp/stat")"
-            switches="$(awk -F, '$3 ~ /context-switches/ {print $1}' "$tmp/stat")"
-            env "${envs[@]}" strace -f -c -e trace=futex -o "$tmp/strace" \
-                "$bin" "$sys" "$w" --quick >/dev/null 2>&1 || die "strace failed on $sys $w"
-            futex="$(awk '$NF == "futex" {print $4}' "$tmp/strace")"
-            awk -v w="$w" -v s="$sys" -v k="$k" -v d="$due" -v a="$wakeups" -v b="$switches" -v c="${futex:-0}" \
-                'BEGIN {printf "| %s | %s | %d | %.1f | %.1f | %.1f |\n", w, s, k, a / d, b / d, c / d}'
+            mapfile -t envs < <(pool_env "$k")
+            counts "| $w | $sys | $k |" "$due" 1 "$sys" "$w" "${envs[@]}"
         done
+    done
+done
+echo
+
+# W7 with K producers as well as K workers: what a schedule + cancel pair costs the
+# machine as both sides grow (quick: K x 20,000 iterations).
+echo "## W7 with K producers, per 1,000 iterations (quick: K × 20,000 schedule + cancel pairs)"
+echo
+echo "| system | producers = workers = shards | wake-ups sent | context switches | futex calls |"
+echo "|---|---:|---:|---:|---:|"
+for sys in schedpool stp; do
+    for k in $counts; do
+        mapfile -t envs < <(pool_env "$k")
+        counts "| $sys | $k |" "$((k * 20000))" 1000 "$sys" w7 "${envs[@]}" COMPARE_PRODUCERS="$k"
     done
 done

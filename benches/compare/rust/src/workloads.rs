@@ -30,6 +30,16 @@ fn workers() -> usize {
         .filter(|&n| n > 0)
         .unwrap_or(2)
 }
+/// W7's producer threads: 8, or `COMPARE_PRODUCERS` (`scripts/scaling.sh` runs W7 with
+/// as many producers as workers).
+fn producer_threads() -> usize {
+    std::env::var("COMPARE_PRODUCERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(8)
+}
+
 const SEED: u64 = 0x5EED_2024;
 const MS: u64 = 1_000_000;
 const SEC: u64 = 1_000_000_000;
@@ -63,7 +73,7 @@ impl Params {
                 delayed_n: 10_000,
                 cancel_n: 50_000,
                 timeouts_per_producer: 25_000,
-                producers_threads: 8,
+                producers_threads: producer_threads(),
                 producers_per_thread: 20_000,
                 rearm_per_producer: 50_000,
                 idle_timeouts: 10_000,
@@ -81,7 +91,7 @@ impl Params {
                 delayed_n: 200_000,
                 cancel_n: 1_000_000,
                 timeouts_per_producer: 500_000,
-                producers_threads: 8,
+                producers_threads: producer_threads(),
                 producers_per_thread: 200_000,
                 rearm_per_producer: 500_000,
                 idle_timeouts: 100_000,
