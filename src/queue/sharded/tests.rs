@@ -138,6 +138,44 @@ fn a_due_submission_takes_the_next_free_shard_when_its_own_is_locked() {
     assert_eq!(free, (own, own), "its own shard when that is free");
 }
 
+/// One thread's due submissions with one deadline, the first spilled to another shard
+/// and the second in its own, come out first to last: on the real clock each is numbered
+/// from its own clock reading (Q3), so the spill keeps FIFO among equal deadlines.
+#[test]
+fn due_submissions_that_spill_keep_fifo_among_equal_deadlines() {
+    let q = Q::new(
+        Clock::real(),
+        2,
+        SpinPolicy::Adaptive,
+        Duration::ZERO,
+        || (),
+    );
+    let deadline = q.clock().now();
+    let submit = |v: u32| {
+        let mut g = q.lock_to_submit(true);
+        let seq = g.next_seq(None);
+        g.push_tracked(
+            TimedEntry {
+                deadline,
+                seq,
+                value: Arc::new((v, Position::new())),
+            },
+            true,
+        );
+        g.index()
+    };
+    for round in 0..100 {
+        let own = q.local_shard();
+        let held = q.lock(own);
+        let first = submit(2 * round);
+        drop(held);
+        let second = submit(2 * round + 1);
+        assert_eq!((first, second), (own ^ 1, own), "spilled, then its own");
+        assert_eq!(take(&q), 2 * round);
+        assert_eq!(take(&q), 2 * round + 1);
+    }
+}
+
 #[test]
 fn wait_idle_waits_for_due_entries_and_active_takes() {
     let (c, q) = manual(2);
