@@ -134,6 +134,16 @@ impl Clock {
         add(0, at.saturating_duration_since(self.origin()))
     }
 
+    /// The real time of a reading `ticks` of this clock: its `Instant` on the real clock
+    /// (no second read); on a manual clock, whose time is not real, a fresh reading of
+    /// the real one.
+    pub(crate) fn real_instant_of(&self, ticks: Ticks) -> Instant {
+        match self {
+            Clock::Real { .. } => self.instant_of(ticks),
+            Clock::Manual(_) => Instant::now(),
+        }
+    }
+
     /// The `Instant` of a tick value (never overflows: C1; [`NEVER`] is clamped to
     /// [`FAR_FUTURE`]).
     pub(crate) fn instant_of(&self, ticks: Ticks) -> Instant {

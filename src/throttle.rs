@@ -46,7 +46,14 @@ impl Throttle {
     /// `Some(n)` if this occurrence gets a line (`n`: the occurrences suppressed since the
     /// last line), else `None` (it was counted for the next line).
     pub(crate) fn admit(&self) -> Option<u64> {
-        let now = u64::try_from(epoch().elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.admit_at(Instant::now())
+    }
+
+    /// As [`admit`](Self::admit), for an occurrence at `at`, a real-clock reading the
+    /// caller already made (the intervals are real seconds).
+    pub(crate) fn admit_at(&self, at: Instant) -> Option<u64> {
+        let since = at.saturating_duration_since(epoch());
+        let now = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX);
         let next = self.next_ns.load(Ordering::Relaxed);
         let due = now >= next
             && self
@@ -97,7 +104,12 @@ impl<S> Default for Sampled<S> {
 impl<S> Sampled<S> {
     /// As [`Throttle::admit`]; a suppressed occurrence leaves `sample()` as the latest.
     pub(crate) fn admit(&self, sample: impl FnOnce() -> S) -> Option<u64> {
-        let admitted = self.throttle.admit();
+        self.admit_at(Instant::now(), sample)
+    }
+
+    /// As [`admit`](Self::admit), for an occurrence at `at` ([`Throttle::admit_at`]).
+    pub(crate) fn admit_at(&self, at: Instant, sample: impl FnOnce() -> S) -> Option<u64> {
+        let admitted = self.throttle.admit_at(at);
         let replaced = match admitted {
             // A line is written: the samples before it are its own.
             Some(_) => self.latest.lock().take(),
@@ -137,5 +149,19 @@ mod tests {
         t.next_ns.store(0, Ordering::Relaxed);
         assert_eq!(t.admit(), Some(999), "and reported with the next line");
         assert_eq!(t.admit(), None);
+    }
+
+    #[test]
+    fn an_occurrence_at_a_given_instant_is_timed_by_it() {
+        let t = Throttle::default();
+        let t0 = Instant::now();
+        assert_eq!(t.admit_at(t0), Some(0));
+        assert_eq!(t.admit_at(t0 + INTERVAL / 2), None, "within the interval");
+        assert_eq!(
+            t.admit_at(t0 + 2 * INTERVAL),
+            Some(1),
+            "a later instant opens the next interval, with no clock read"
+        );
+        assert_eq!(t.admit_at(t0 + 2 * INTERVAL), None);
     }
 }

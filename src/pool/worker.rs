@@ -220,7 +220,10 @@ fn account(
                 task_name: task.name().map(Box::from),
                 lateness_us: lateness.as_micros() as u64,
             };
-            late_line = pool.late_log.admit(sample);
+            // The take's reading stands for the time (on the real clock: no second read).
+            late_line = pool
+                .late_log
+                .admit_at(pool.clock().real_instant_of(now), sample);
         }
     }
     if report.paused {
