@@ -23,8 +23,8 @@
 //! `LEADER_SPIN` and takes what fell due meanwhile in one go (a longer [`Lead::Sleep`]), so
 //! a dense schedule costs neither a spinning core nor a futex round trip per deadline.
 //! A window that spent its whole share was such a schedule, and the next `DENSE_REST`
-//! windows start no spin at all: there the coarse sleeps set the lateness, the spin buys
-//! little of it back and is the largest CPU cost (workload W5, `docs/BENCHMARKS.md`,
+//! windows start no spin at all: there the coarse sleeps set the lateness, and the spin
+//! buys little of it back for a fifth of the CPU (workload W5, `docs/BENCHMARKS.md`,
 //! "W5: the leader's spin"), so a dense schedule spins at most a fifth of the share.
 //!
 //! With a timer precision `p` ([`Builder::timer_precision`](crate::Builder::timer_precision)),

@@ -7,13 +7,14 @@
 //! *coordinator* mutex for the waiting takers:
 //!
 //! - A thread submits into its own shard (a thread-local number modulo `S`), so two
-//!   producers rarely meet on a lock or a cache line. A task due at once goes to the first
-//!   shard after it whose lock is free ([`ShardedQueue::lock_to_submit`]): the workers pop
-//!   due tasks from the producer's shard, and a producer that waited for a popping
-//!   worker's lock spent a fifth of its time yielding (`docs/BENCHMARKS.md`, "W1: where
-//!   the producer's 300 ns go"). A task remembers the shard it was
-//!   first queued in (its *home*, `Header::home`); its cancel, reschedule and re-queue
-//!   lock that shard, so its `Position` always belongs to one lock (T4 in `task/mod.rs`).
+//!   producers rarely meet on a lock or a cache line. A task due at once goes to the
+//!   first shard whose lock is free, starting from that one
+//!   ([`ShardedQueue::lock_to_submit`]): the workers pop due tasks from the producer's
+//!   shard, and a producer that waited for a popping worker's lock spent a fifth of its
+//!   time yielding (`docs/BENCHMARKS.md`, "W1: where the producer's 300 ns go"). A task
+//!   remembers the shard it was first queued in (its *home*, `Header::home`); its cancel,
+//!   reschedule and re-queue lock that shard, so its `Position` always belongs to one lock
+//!   (T4 in `task/mod.rs`).
 //! - Every shard publishes its head's deadline in an atomic (`Shard::head`, written by the
 //!   lock holder when a [`ShardGuard`] is dropped). A taker scans the heads without a
 //!   lock (with more than eight shards, through each group's least head: `heads.rs`),
