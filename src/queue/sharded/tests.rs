@@ -169,6 +169,11 @@ fn due_submissions_that_spill_keep_fifo_among_equal_deadlines() {
         let held = q.lock(own);
         let first = submit(2 * round);
         drop(held);
+        // Q3's premise: the clock ticks between the two (a nanosecond clock always has).
+        let read = q.clock().now();
+        while q.clock().now() == read {
+            std::hint::spin_loop();
+        }
         let second = submit(2 * round + 1);
         assert_eq!((first, second), (own ^ 1, own), "spilled, then its own");
         assert_eq!(take(&q), 2 * round);
