@@ -21,23 +21,25 @@ use crate::systems::System;
 use crate::trace;
 use crate::util::*;
 
+/// A positive count from the environment variable `name`, else `default`.
+fn count_from_env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
 /// Worker threads per pool: 2, or `COMPARE_WORKERS` (`scripts/scaling.sh` runs W2, W4
 /// and W6 with 8 to 64 to count what grows with them).
 fn workers() -> usize {
-    std::env::var("COMPARE_WORKERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(2)
+    count_from_env("COMPARE_WORKERS", 2)
 }
+
 /// W7's producer threads: 8, or `COMPARE_PRODUCERS` (`scripts/scaling.sh` runs W7 with
 /// as many producers as workers).
 fn producer_threads() -> usize {
-    std::env::var("COMPARE_PRODUCERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(8)
+    count_from_env("COMPARE_PRODUCERS", 8)
 }
 
 const SEED: u64 = 0x5EED_2024;
