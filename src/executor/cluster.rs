@@ -125,6 +125,7 @@ impl ScheduledThreadPoolExecutor {
     ) -> Result<Option<T>, LockError> {
         run_locked(exclusive, &self.ledger(), None, f).map(Locked::ran)
     }
+
     /// As [`schedule_exclusive`](Self::schedule_exclusive), with the run's outcome as one
     /// [`ExclusiveOutcome`]: `Ran(output)`, `HeldElsewhere`, `Paused` (the job is paused
     /// on every node: `ClusterLock::pause`) or `StoreFailed`.

@@ -25,7 +25,7 @@ fn manual(shards: usize) -> (ManualClock, Arc<Q>) {
 }
 
 /// A queue of `shards` on the real clock.
-fn real(shards: usize) -> Q {
+fn real_clock_queue(shards: usize) -> Q {
     Q::new(
         Clock::real(),
         shards,
@@ -154,7 +154,7 @@ fn a_due_submission_takes_the_next_free_shard_when_its_own_is_locked() {
 /// from its own clock reading (Q3), so the spill keeps FIFO among equal deadlines.
 #[test]
 fn due_submissions_that_spill_keep_fifo_among_equal_deadlines() {
-    let q = real(2);
+    let q = real_clock_queue(2);
     let deadline = q.clock().now();
     let submit = |v: u32| {
         let mut g = q.lock_to_submit(true);
@@ -218,7 +218,7 @@ fn timed_take_times_out_and_stop_stops() {
 
 #[test]
 fn real_clock_leader_wakes_at_the_deadline() {
-    let q = real(2);
+    let q = real_clock_queue(2);
     let at = q.clock().deadline_after(Duration::from_millis(15));
     offer(&q, 1, at, 9);
     assert_eq!(take(&q), 9);
