@@ -21,8 +21,12 @@ static TIDS_ON: AtomicBool = AtomicBool::new(false);
 
 /// The trace file, if tracing is on.
 pub fn path() -> Option<&'static str> {
-    ON.get_or_init(|| std::env::var("COMPARE_TRACE").ok().filter(|p| !p.is_empty()))
-        .as_deref()
+    ON.get_or_init(|| {
+        std::env::var("COMPARE_TRACE")
+            .ok()
+            .filter(|p| !p.is_empty())
+    })
+    .as_deref()
 }
 
 /// `true` when tasks should record their end and thread id.
