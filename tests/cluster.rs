@@ -317,8 +317,9 @@ fn a_run_that_outlasts_at_most_for_is_counted_and_leaves_the_next_holder_alone()
         .schedule_periodic(
             job(lock.clone()).max_runs(1).name("nightly-report"),
             move || {
-                c.advance(sec(61)); // the run takes longer than at_most_for (60 s)
-                                    // Meanwhile another node takes the lock.
+                // The run takes longer than at_most_for (60 s); meanwhile another node
+                // takes the lock.
+                c.advance(sec(61));
                 t.store(
                     l.try_acquire("report", sec(60)).unwrap().is_some(),
                     Ordering::SeqCst,

@@ -498,9 +498,10 @@ fn a_step_of_the_wall_clock_back_is_followed_from_the_next_deadline() {
     let (clock, pool, fut, start) = hourly_after_its_first_run();
     // At 13:00 the wall clock steps back to 12:30.
     clock.set_wall_time(system(utc(2024, 6, 1, 12, 30, 0)));
-    advance(&clock, &pool, Duration::from_secs(3600)); // the queued run, at 13:30 now
-                                                       // The next is 14:00 on the new wall clock, 30 minutes on; on the old one it would
-                                                       // be 15:00, 90 minutes on.
+    // The queued run, at 13:30 now.
+    advance(&clock, &pool, Duration::from_secs(3600));
+    // The next is 14:00 on the new wall clock, 30 minutes on; on the old one it would be
+    // 15:00, 90 minutes on.
     assert_eq!(fut.deadline(), start + Duration::from_secs(7170 + 1800));
     assert!(fut.cancel());
     pool.close();
@@ -542,11 +543,13 @@ fn drift_within_a_second_and_a_pinned_trigger_move_no_deadline() {
         .schedule_periodic(Periodic::with_trigger(pinned), || {})
         .unwrap();
     assert_eq!(half_past.deadline(), start + Duration::from_secs(5370)); // 13:30
-                                                                         // NTP slews the wall clock 900 ms ahead: within a second, the anchor stays.
+
+    // NTP slews the wall clock 900 ms ahead: within a second, the anchor stays.
     clock.set_wall_time(clock.wall_time() + Duration::from_millis(900));
     advance(&clock, &pool, Duration::from_secs(3600));
     assert_eq!(fut.deadline(), start + Duration::from_secs(7170 + 3600)); // 15:00
-                                                                          // A pinned trigger ignores even a step.
+
+    // A pinned trigger ignores even a step.
     clock.set_wall_time(clock.wall_time() + Duration::from_secs(600));
     advance(&clock, &pool, Duration::from_secs(1800));
     assert_eq!(

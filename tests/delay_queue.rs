@@ -1501,8 +1501,8 @@ mod on_tokio_timer {
             })
         };
         rt.block_on(async {
-            tokio::time::sleep(ms(5)).await; // the consumer is armed for "far" by now, or
-                                             // sees these when it first polls
+            // The consumer is armed for "far" by now, or sees these when it first polls.
+            tokio::time::sleep(ms(5)).await;
             let moved = q.offer("moved", ms(5));
             q.offer("next", ms(25));
             assert!(q.reset(moved, ms(40)), "the new head, later");

@@ -417,9 +417,10 @@ fn lowering_the_core_size_restarts_a_running_keep_alive() {
         .keep_alive(keep_alive)
         .build();
     assert_eq!(pool.prestart_all_core_threads(), 3);
-    pool.set_core_pool_size(2); // one worker is surplus: it waits out a keep-alive
-                                // Part of that keep-alive passes (the assertion below holds however long this is; it
-                                // only gives the surplus worker time to be in its timed wait at the next change).
+    // One worker is surplus: it waits out a keep-alive.
+    pool.set_core_pool_size(2);
+    // Part of that keep-alive passes (the assertion below holds however long this is; it
+    // only gives the surplus worker time to be in its timed wait at the next change).
     thread::sleep(keep_alive / 3);
     let changed = std::time::Instant::now();
     pool.set_core_pool_size(1); // ... and starts a fresh one

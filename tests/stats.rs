@@ -85,8 +85,9 @@ fn task_count_counts_accepted_submissions_and_a_periodic_task_once() {
     );
     assert_eq!(pool.stats().task_count, 6);
 
-    wait_completed(&pool, 2); // execute and submit ran at once
-                              // Several periodic runs do not add to the task count.
+    // Execute and submit ran at once.
+    wait_completed(&pool, 2);
+    // Several periodic runs do not add to the task count.
     for round in 1..=3 {
         // Before the first advance the two one-shots are queued too.
         let queued = if round == 1 { 4 } else { 2 };
