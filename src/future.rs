@@ -432,9 +432,7 @@ impl CancelHandle {
 
 /// Whether `task` is paused (`ScheduledFuture::is_paused`).
 fn is_paused(task: &dyn Task) -> bool {
-    // Relaxed: a switch (`task/periodic.rs`).
-    task.pause_switch()
-        .is_some_and(|p| p.load(std::sync::atomic::Ordering::Relaxed))
+    task.periodic().is_some_and(|c| c.is_paused())
 }
 
 impl fmt::Debug for CancelHandle {

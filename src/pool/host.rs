@@ -7,22 +7,14 @@
 use crate::sync::Ordering;
 
 use super::control::RunState;
+use super::entry::Guard;
 use super::shutdown::wake_if_drained;
 use super::{Pool, Stripe};
 use crate::clock::{Clock, Ticks};
 use crate::schedule::Schedule;
 use crate::sync::Arc;
 use crate::task::sleepers::{self, Sleepers};
-use crate::task::{state::State, Host, Task, TaskRef, NO_DEADLINE};
-
-/// `after_extra` of a task running when `run_now` asked for an extra run: its re-queue
-/// puts it at the extra run's deadline and keeps its rule's next deadline to go back to
-/// (`Pool::requeue_locked`).
-pub(super) const PENDING_EXTRA: Ticks = NO_DEADLINE - 1;
-
-/// `after_extra` of a task whose extra run is queued and whose next deadline after it is
-/// its rule's (a fixed delay counted from the extra run).
-pub(super) const BY_RULE: Ticks = NO_DEADLINE - 2;
+use crate::task::{state::State, Extra, Header, Host, Task, TaskRef};
 
 impl Pool {
     /// A task's deadline, wherever it is: in its node while it is queued (read under its
@@ -41,37 +33,42 @@ impl Pool {
     pub(crate) fn reschedule(&self, task: &dyn Task, at: Ticks, now: Option<Ticks>) -> bool {
         let header = task.header();
         let mut q = self.queue.lock(header.home()); // T4: the home shard
-        if let Some(after) = task.after_extra() {
-            let _ = q.replace(after, NO_DEADLINE); // an explicit move replaces `run_now`'s
-        }
+        let control = task.periodic();
         match header.state() {
             State::Scheduled if q.contains_tracked(&header.position) => {
-                let seq = q.next_seq(now);
-                // A due head moving away wakes `wait_idle` (sharded.rs).
-                q.update_tracked(&header.position, |e| {
-                    e.deadline = at;
-                    // FIFO among equal deadlines by the time of the reschedule.
-                    e.task.header().set_seq(seq);
-                });
-                true
+                if let Some(c) = control {
+                    c.next.clear(&mut q); // an explicit move replaces `run_now`'s extra run
+                }
+                Self::rekey(&mut q, header, at, now)
             }
             // Out of the queue for a run (or just popped for one): the next run moves.
             // After shutdown_now nothing is re-queued (and handed-out tasks stay put).
             State::Scheduled | State::Running
-                if header.is_periodic() && self.control.load().run_state() != RunState::Stop =>
+                if self.control.load().run_state() != RunState::Stop =>
             {
-                match task.rescheduled() {
-                    Some(cell) => {
-                        q.replace(cell, at); // T4: read back by `requeue` under the lock
+                match control {
+                    Some(c) => {
+                        c.next.move_to(&mut q, at); // read back by the re-queue (NX1)
                         true
                     }
-                    None => false,
+                    None => false, // a one-shot taken for its run
                 }
             }
-            // A one-shot taken for its run, or any task after shutdown_now.
-            State::Scheduled | State::Running => false,
-            State::Done | State::Panicked | State::Cancelled => false,
+            // Any task after shutdown_now, or an ended one.
+            _ => false,
         }
+    }
+
+    /// Moves the queued entry of `header`'s task to `at`, with a new sequence number
+    /// stamped with `now` (FIFO among equal deadlines by the time of the move, Q3); under
+    /// its home shard's lock (T4). A due head moving away wakes `wait_idle`
+    /// (`sharded.rs`). `false` if the task is not queued there.
+    fn rekey(q: &mut Guard<'_>, header: &Header, at: Ticks, now: Option<Ticks>) -> bool {
+        let seq = q.next_seq(now);
+        q.update_tracked(&header.position, |e| {
+            e.deadline = at;
+            e.task.header().set_seq(seq);
+        })
     }
 
     /// Pauses (`pause`) or resumes a periodic task (`ScheduledFuture::pause`, `resume`):
@@ -80,14 +77,10 @@ impl Pool {
     /// (`task/periodic.rs`).
     pub(crate) fn pause(&self, task: &dyn Task, pause: bool) -> bool {
         let header = task.header();
-        let Some(switch) = task.pause_switch() else {
+        let Some(control) = task.periodic() else {
             return false;
         };
-        if header.state().is_terminal() {
-            return false;
-        }
-        // Relaxed: a switch (`periodic.rs`); the swap tells one of two racing calls.
-        if switch.swap(pause, Ordering::Relaxed) == pause {
+        if header.state().is_terminal() || !control.set_paused(pause) {
             return false;
         }
         let (counter, message) = if pause {
@@ -111,52 +104,32 @@ impl Pool {
     /// task, and a one-shot that is not queued.
     pub(crate) fn run_now(&self, task: &dyn Task, now: Ticks) -> bool {
         let header = task.header();
-        if task
-            .pause_switch()
-            .is_some_and(|p| p.load(Ordering::Relaxed))
-        {
+        let control = task.periodic();
+        if control.is_some_and(|c| c.is_paused()) {
             return false;
         }
         let mut q = self.queue.lock(header.home()); // T4: the home shard
-        let queued = q.contains_tracked(&header.position);
-        // What an extra run already asked for left in the cell (put back as it was).
-        let pending = task.after_extra().map(|cell| {
-            let v = q.replace(cell, NO_DEADLINE);
-            let _ = q.replace(cell, v);
-            v
-        });
-        let asked = match (header.state(), task.after_extra()) {
-            // An extra run is pending already: it stands for this one too.
-            (State::Scheduled | State::Running, Some(_)) if pending != Some(NO_DEADLINE) => true,
-            (State::Scheduled, after) if queued => {
-                if let Some(cell) = after {
-                    let back = match task.schedule() {
-                        Schedule::FixedDelay(_) => BY_RULE,
-                        _ => q
-                            .get_tracked(&header.position)
-                            .map_or(BY_RULE, |e| e.deadline),
-                    };
-                    let _ = q.replace(cell, back);
-                }
-                let seq = q.next_seq(Some(now));
-                q.update_tracked(&header.position, |e| {
-                    e.deadline = now;
-                    e.task.header().set_seq(seq); // FIFO among equal deadlines from now
-                })
+        let queued = q.get_tracked(&header.position).map(|e| e.deadline);
+        let asked = match (header.state(), control) {
+            // A queued one-shot runs now.
+            (State::Scheduled, None) if queued.is_some() => {
+                Self::rekey(&mut q, header, now, Some(now))
             }
-            // Out of the queue for a run: the run after it is the extra one, and where it
-            // goes back to is the rule's next deadline, or one a `reschedule` set.
-            (State::Scheduled | State::Running, Some(after))
+            (State::Scheduled, Some(c)) if queued.is_some() => {
+                let fixed_delay = matches!(task.schedule(), Schedule::FixedDelay(_));
+                match c.next.ask_extra(&mut q, now, queued, fixed_delay) {
+                    Extra::Merged => true,
+                    Extra::RekeyNow => Self::rekey(&mut q, header, now, Some(now)),
+                    Extra::AfterThisRun => unreachable!("a queued task is re-keyed"),
+                }
+            }
+            // Out of the queue for a run: the run after it is the extra one (NX1).
+            (State::Scheduled | State::Running, Some(c))
                 if self.control.load().run_state() != RunState::Stop =>
             {
-                let rescheduled = task.rescheduled().expect("a periodic task has the cell");
-                let back = q.replace(rescheduled, now);
-                let back = match task.schedule() {
-                    Schedule::FixedDelay(_) => BY_RULE,
-                    _ if back == NO_DEADLINE => PENDING_EXTRA,
-                    _ => back,
-                };
-                let _ = q.replace(after, back);
+                let fixed_delay = matches!(task.schedule(), Schedule::FixedDelay(_));
+                let extra = c.next.ask_extra(&mut q, now, None, fixed_delay);
+                debug_assert!(extra != Extra::RekeyNow, "out of the queue");
                 true
             }
             _ => false,

@@ -186,10 +186,7 @@ impl<'c> Rows<'c> {
             runs: record.runs,
             last_run: record.last,
             cancelled: task.header().state() == State::Cancelled,
-            paused: pause.is_some()
-                || task
-                    .pause_switch()
-                    .is_some_and(|p| p.load(crate::sync::Ordering::Relaxed)),
+            paused: pause.is_some() || task.periodic().is_some_and(|c| c.is_paused()),
             paused_by: pause.map(|p| p.by.clone()),
             paused_since: pause.map(|p| p.since),
             paused_until: pause.and_then(|p| p.until),

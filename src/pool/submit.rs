@@ -12,13 +12,11 @@ use super::{Pool, Stripe};
 use crate::clock::Ticks;
 use crate::config::RejectionPolicy;
 use crate::error::{ScheduleError, SpawnError, TaskError};
-use crate::queue::LockedCell;
 use crate::schedule::{First, Periodic};
 use crate::stats;
 use crate::sync::Arc;
 use crate::task::{
     state::State, Label, OnceBody, OnceTask, PeriodicBody, PeriodicTask, Task, TaskRef, TypedRef,
-    NO_DEADLINE,
 };
 
 /// A task accepted by the pool: what its future holds.
@@ -347,30 +345,6 @@ impl Pool {
         }
     }
 
-    /// A periodic task's next deadline at its re-queue, with `run_now`'s extra run
-    /// (`Pool::run_now`, `host.rs`): `rescheduled` (a deadline set while it ran) or the
-    /// rule's `next`, unless an extra run was asked for during the run (it comes first,
-    /// and the deadline it goes back to is kept in `after`) or this run was the extra one
-    /// (it goes back).
-    fn after_extra(
-        q: &mut Guard<'_>,
-        after: &LockedCell,
-        rescheduled: Ticks,
-        next: Ticks,
-    ) -> Ticks {
-        use super::host::{BY_RULE, PENDING_EXTRA};
-        let set = |at: Ticks| if at == NO_DEADLINE { next } else { at };
-        match q.replace(after, NO_DEADLINE) {
-            NO_DEADLINE | BY_RULE => set(rescheduled),
-            PENDING_EXTRA => {
-                let _ = q.replace(after, next); // back to the rule's next after the extra run
-                set(rescheduled) // `run_now` put the extra run's deadline there
-            }
-            back if rescheduled == NO_DEADLINE => back,
-            _ => rescheduled,
-        }
-    }
-
     /// The decision and the push of a re-queue, under the lock of the task's home shard
     /// (E2, T4). A refused task has been cancelled here and must be finished by the
     /// caller after unlocking (T2, I4).
@@ -393,13 +367,10 @@ impl Pool {
                 Requeued::Dropped(task)
             };
         }
-        let rescheduled = task
-            .rescheduled()
-            .map_or(NO_DEADLINE, |c| q.replace(c, NO_DEADLINE));
-        let next = match task.after_extra() {
-            Some(after) => Self::after_extra(q, after, rescheduled, next),
-            None if rescheduled == NO_DEADLINE => next,
-            None => rescheduled,
+        // The rule's `next`, unless a handle moved the task or asked for an extra run (NX1).
+        let next = match task.periodic() {
+            Some(c) => c.next.at_requeue(q, next),
+            None => next,
         };
         let seq = q.next_seq(None);
         header.set_seq(seq); // queued from here on: the node holds the deadline

@@ -153,6 +153,13 @@ impl<E: Timed, K: LaneKeeper<E>> Store<E, K> {
             .first_not(|e| e.deadline() <= now, Timed::deadline, budget)
     }
 
+    /// The value of a [`LockedCell`] (I6).
+    #[inline]
+    pub(crate) fn read(&self, cell: &LockedCell) -> u64 {
+        // Relaxed: under the owner's lock (I6).
+        cell.0.load(Ordering::Relaxed)
+    }
+
     /// Replaces the value of a [`LockedCell`] and returns the old one (I6).
     #[inline]
     pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {

@@ -18,7 +18,7 @@ pub(crate) struct Header {
     state: TaskState,
     /// The executor queue's shard the task lives in (`queue/sharded.rs`), [`NO_HOME`]
     /// before its first queueing: set then, under that shard's lock, and never changed, so
-    /// `position` and `rescheduled` always belong to one lock (T4). Bit [`PERIODIC`] says
+    /// `position` and a periodic task's `NextRun` always belong to one lock (T4). Bit [`PERIODIC`] says
     /// the schedule is not a one-shot (a running periodic task is cancellable); it is set
     /// at construction and never changes. `Relaxed`: whoever reads the home got the task
     /// through that queueing (the submitter's future, a worker's take under the shard's
@@ -82,7 +82,7 @@ fn next_id() -> u64 {
     })
 }
 
-/// "No deadline" in a periodic task's `rescheduled` cell.
+/// "No deadline": a periodic task's last start before its first run (`periodic.rs`).
 pub(crate) const NO_DEADLINE: u64 = u64::MAX;
 
 impl Header {

@@ -21,7 +21,8 @@
 //! - `completion.rs`: a periodic task's stage and its waiters.
 //! - `once.rs`: [`OnceTask`], a one-shot (Java: `ScheduledFutureTask` with `period == 0`).
 //! - `periodic.rs`: [`PeriodicTask`], run with `run_and_reset` semantics and re-queued by
-//!   the worker; its next deadline comes from its `Schedule` (`schedule.rs`).
+//!   the worker; its next deadline comes from its `Schedule` (`schedule.rs`), unless its
+//!   handles moved it or asked for an extra run (`next.rs`: [`PeriodicControl`]).
 //!
 //! # Invariants
 //! - T1: at most one thread is between a successful `start` and the end of that run. (An
@@ -39,8 +40,9 @@
 //!   critical section that stores `Cancelled`. So exactly one thread drops the closure,
 //!   and a cancelled task never keeps it.
 //! - T4: `Header::position`, `Header::when` while the task is queued (its sequence
-//!   number), and a periodic task's `rescheduled` and `after_extra` cells are read and
-//!   written only under the lock of the task's home shard (`Header::home`, `queue/sharded.rs`);
+//!   number), and a periodic task's [`NextRun`](next::NextRun) cells (NX1 in `next.rs`)
+//!   are read and written only under the lock of the task's home shard (`Header::home`,
+//!   `queue/sharded.rs`);
 //!   their types (`queue::Position`, `queue::LockedCell`) make that a fact: only the
 //!   shard's store, through its guard, reaches their contents (I6 in `queue/mod.rs`).
 //!
@@ -53,19 +55,20 @@
 //! the task: the next deadline, `max_lateness`, `TaskContext::deadline`; a future's
 //! `deadline`, which reads under that lock) got the task or the value through the home
 //! shard's lock, which orders the store before their load.
-//! `position`, `rescheduled` and `after_extra` are ordered by the home shard's lock (T4).
+//! `position` and the `NextRun` cells are ordered by the home shard's lock (T4).
 //!
 //! # Memory
 //! A pending one-shot with a closure and output of at most 8 bytes each is a 40-byte
 //! block, a 48-byte malloc chunk: the 32-byte header and the 8-byte slot; its queue node
 //! is 16 bytes (`pool/entry.rs`, `Entry`)
 //! (`docs/DESIGN.md`, "Memory"; a unit test in `raw/tests.rs` pins the sizes). The header holds
-//! only what every task needs; what only periodic tasks need (`rescheduled`, the stage's
+//! only what every task needs; what only periodic tasks need (`NextRun`, the stage's
 //! mutex) lives in [`PeriodicTask`], and a task's number for logs fits in the bytes the
 //! header's alignment would otherwise leave as padding.
 
 mod completion;
 mod header;
+mod next;
 mod once;
 mod periodic;
 mod raw;
@@ -77,12 +80,12 @@ mod waiting;
 #[cfg(all(test, loom))]
 mod loom;
 
-use crate::queue::LockedCell;
 use crate::schedule::Schedule;
 use crate::stats::LastRun;
 
 pub(crate) use completion::{Completion, Outcome};
 pub(crate) use header::{Header, NO_DEADLINE};
+pub(crate) use next::{Extra, PeriodicControl};
 pub(crate) use once::OnceTask;
 pub(crate) use periodic::PeriodicTask;
 pub(crate) use raw::{TaskRef, TypedRef};
@@ -103,20 +106,10 @@ pub(crate) trait Task: Send + Sync {
     where
         Self: Sized;
 
-    /// A periodic task's `rescheduled` cell (T4); `None` for a one-shot, which is never
-    /// re-queued.
-    fn rescheduled(&self) -> Option<&LockedCell> {
-        None
-    }
-
-    /// A periodic task's `after_extra` cell (T4): what follows a run asked for by
-    /// `run_now` (`pool/host.rs`); `None` for a one-shot.
-    fn after_extra(&self) -> Option<&LockedCell> {
-        None
-    }
-
-    /// A periodic task's pause switch (`ScheduledFuture::pause`); `None` for a one-shot.
-    fn pause_switch(&self) -> Option<&crate::sync::AtomicBool> {
+    /// What a periodic task's handles control (`next.rs`): where it goes at its next
+    /// re-queue (T4) and its pause switch; `None` for a one-shot, which is never re-queued
+    /// or paused.
+    fn periodic(&self) -> Option<&PeriodicControl> {
         None
     }
 

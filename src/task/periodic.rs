@@ -9,16 +9,15 @@
 use super::state::{End, Exchange, Start};
 use super::NO_DEADLINE;
 use super::{
-    count_run, drop_quietly, Completion, Declined, Header, Outcome, PeriodicBody, Record, RunCx,
-    RunEnv, RunReport, Step, Task, TypedTask,
+    count_run, drop_quietly, Completion, Declined, Header, Outcome, PeriodicBody, PeriodicControl,
+    Record, RunCx, RunEnv, RunReport, Step, Task, TypedTask,
 };
 use crate::clock::{self, Ticks};
 use crate::cluster::Pause;
 use crate::error::{run_caught, PanicPayload, TaskError};
-use crate::queue::LockedCell;
 use crate::schedule::{Limits, OnPanic, RunTimes, Schedule};
 use crate::stats::LastRun;
-use crate::sync::{Arc, AtomicBool, Mutex, Ordering, StatByte, StatCounter};
+use crate::sync::{Arc, Mutex, Ordering, StatByte, StatCounter};
 use crate::telemetry::TaskTimer;
 use std::ops::ControlFlow;
 
@@ -85,17 +84,9 @@ pub(crate) struct PeriodicTask<F: PeriodicBody> {
     header: Header,
     /// `Periodic::name`, for logs and snapshots.
     name: Option<Arc<str>>,
-    /// A deadline set by `reschedule` while the task was out of the queue (running),
-    /// used instead of its rule's next deadline when it is re-queued; [`NO_DEADLINE`] if
-    /// none. Under the home shard's lock, like `Header::position` (T4).
-    rescheduled: LockedCell,
-    /// What follows an extra run asked for by `run_now` (`pool/host.rs`, `Pool::run_now`):
-    /// [`NO_DEADLINE`] if none is pending. Under the home shard's lock (T4).
-    after_extra: LockedCell,
-    /// Paused (`ScheduledFuture::pause`): each run that comes due is skipped and counted,
-    /// and the rule goes on from it. `Relaxed`: a switch each run reads once; nothing else
-    /// is published through it.
-    paused: AtomicBool,
+    /// Where it goes at its next re-queue beside its rule (`reschedule`, `run_now`,
+    /// `next.rs`: NX1, under the home shard's lock, T4), and its pause switch.
+    control: PeriodicControl,
     schedule: Schedule,
     limits: Limits,
     /// Runs so far and how the last one went, for snapshots.
@@ -121,9 +112,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         PeriodicTask {
             header: Header::new(true, deadline),
             name,
-            rescheduled: LockedCell::new(NO_DEADLINE),
-            after_extra: LockedCell::new(NO_DEADLINE),
-            paused: AtomicBool::new(false),
+            control: PeriodicControl::new(None),
             schedule,
             limits,
             log: RunLog {
@@ -140,9 +129,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
     /// The deadline of the run after the first, instead of the rule's (set before the
     /// task is shared: `Exclusive::catch_up` runs once at once and then keeps the grid).
     pub(crate) fn then_at(mut self, next: Option<Ticks>) -> Self {
-        if let Some(next) = next {
-            self.rescheduled = LockedCell::new(next); // not shared yet: T4 holds trivially
-        }
+        self.control = PeriodicControl::new(next); // not shared yet: T4 holds trivially
         self
     }
 
@@ -223,7 +210,7 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             runs: self.log.runs(),
             panicked: false,
         };
-        let times = if self.paused.load(Ordering::Relaxed) && !then_cancel {
+        let times = if self.control.is_paused() && !then_cancel {
             // Paused: no run, and none started; the rule goes on as if it had run now (a
             // fixed-rate task keeps its grid). A run on the caller's thread
             // (`PendingTask::run`) runs.
@@ -396,16 +383,8 @@ impl<F: PeriodicBody> Task for PeriodicTask<F> {
         &self.header
     }
 
-    fn rescheduled(&self) -> Option<&LockedCell> {
-        Some(&self.rescheduled)
-    }
-
-    fn after_extra(&self) -> Option<&LockedCell> {
-        Some(&self.after_extra)
-    }
-
-    fn pause_switch(&self) -> Option<&AtomicBool> {
-        Some(&self.paused)
+    fn periodic(&self) -> Option<&PeriodicControl> {
+        Some(&self.control)
     }
 
     fn name(&self) -> Option<&str> {

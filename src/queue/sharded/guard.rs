@@ -116,6 +116,12 @@ impl<E: Timed + Tracked, X> ShardGuard<'_, E, X> {
         self.store().get_tracked(position)
     }
 
+    /// The value of a [`LockedCell`] guarded by this shard (I6).
+    #[inline]
+    pub(crate) fn read(&self, cell: &LockedCell) -> u64 {
+        self.store().read(cell)
+    }
+
     /// Replaces the value of a [`LockedCell`] guarded by this shard (I6).
     #[inline]
     pub(crate) fn replace(&mut self, cell: &LockedCell, value: u64) -> u64 {
