@@ -31,6 +31,10 @@
 //! | `take_run_async` | `take_run` of those: the run's `block_on`, one poll | `schedule_async` |
 //! | `schedule_async_yield` | `schedule_async` of a future pending once (it wakes itself) | — |
 //! | `take_run_async_yield` | `take_run` of those: a pending poll lists the run's waker among the waiting runs (`task/sleepers.rs`), a second poll completes it | `schedule_async_yield` |
+//! | `schedule_async_send` | `schedule_async` through `schedule_async_send` (the future is `Send`) | — |
+//! | `take_run_async_send` | `take_run` of those: the run gives its worker back if pending (`task/suspended.rs`); ready at once, it ends in its first poll | `schedule_async_send` |
+//! | `schedule_async_send_yield` | `schedule_async_send` of a future pending once (it wakes itself) | — |
+//! | `take_run_async_send_yield` | `take_run` of those: the run is suspended, queued again by its waker and polled to its end by a worker | `schedule_async_send_yield` |
 //! | `schedule_async_tokio` | `schedule_async` on a `current_thread` tokio `Runtime` (`Arc<Runtime>`; feature `tokio`) | — |
 //! | `take_run_async_tokio` | `take_run_async` of those: the worker takes the runtime's scheduler for each `block_on` | `schedule_async_tokio` |
 //! | `lock` | `parking_lot::Mutex` lock + unlock (a yardstick) | — |
@@ -510,12 +514,17 @@ fn schedule_async_n<R: AsyncRuntime + Clone>(
     pool: &ScheduledThreadPoolExecutor,
     rt: &R,
     n: usize,
-    pending: bool,
+    (pending, send): (bool, bool),
     tx: mpsc::Sender<()>,
 ) -> Futures {
     let mut futs = Vec::with_capacity(n);
     for _ in 0..n {
-        let fut = pool.schedule_async(SOON, rt.clone(), move || YieldOnce(!pending));
+        let make = move || YieldOnce(!pending);
+        let fut = if send {
+            pool.schedule_async_send(SOON, rt.clone(), make)
+        } else {
+            pool.schedule_async(SOON, rt.clone(), make)
+        };
         futs.push(fut.expect("accepted"));
     }
     pool.schedule(SOON, move || tx.send(()).expect("main waits"))
@@ -523,20 +532,21 @@ fn schedule_async_n<R: AsyncRuntime + Clone>(
     futs
 }
 
-fn op_schedule_async<R: AsyncRuntime + Clone>(rt: R, n: usize, pending: bool, name: &str) {
+/// `how`: (each future is pending once, submitted through `schedule_async_send`).
+fn op_schedule_async<R: AsyncRuntime + Clone>(rt: R, n: usize, how: (bool, bool), name: &str) {
     let (pool, clock) = manual_pool();
     let (tx, _rx) = mpsc::channel::<()>();
     let s = Section::begin();
-    let futs = schedule_async_n(&pool, &rt, n, pending, tx);
+    let futs = schedule_async_n(&pool, &rt, n, how, tx);
     s.end(name, n);
     black_box((&futs, &clock));
     exit();
 }
 
-fn op_take_run_async<R: AsyncRuntime + Clone>(rt: R, n: usize, pending: bool, name: &str) {
+fn op_take_run_async<R: AsyncRuntime + Clone>(rt: R, n: usize, how: (bool, bool), name: &str) {
     let (pool, clock) = manual_pool();
     let (tx, rx) = mpsc::channel::<()>();
-    let futs = schedule_async_n(&pool, &rt, n, pending, tx);
+    let futs = schedule_async_n(&pool, &rt, n, how, tx);
     let s = Section::begin();
     run_all(&clock, &rx);
     s.end(name, n);
@@ -701,24 +711,36 @@ const OPS: &[Op] = &[
     ("take_run_due", op_take_run_due),
     ("get", op_get),
     ("schedule_async", |n| {
-        op_schedule_async(ParkingRuntime, n, false, "schedule_async")
+        op_schedule_async(ParkingRuntime, n, (false, false), "schedule_async")
     }),
     ("take_run_async", |n| {
-        op_take_run_async(ParkingRuntime, n, false, "take_run_async")
+        op_take_run_async(ParkingRuntime, n, (false, false), "take_run_async")
     }),
     ("schedule_async_yield", |n| {
-        op_schedule_async(ParkingRuntime, n, true, "schedule_async_yield")
+        op_schedule_async(ParkingRuntime, n, (true, false), "schedule_async_yield")
     }),
     ("take_run_async_yield", |n| {
-        op_take_run_async(ParkingRuntime, n, true, "take_run_async_yield")
+        op_take_run_async(ParkingRuntime, n, (true, false), "take_run_async_yield")
+    }),
+    ("schedule_async_send", |n| {
+        op_schedule_async(ParkingRuntime, n, (false, true), "schedule_async_send")
+    }),
+    ("take_run_async_send", |n| {
+        op_take_run_async(ParkingRuntime, n, (false, true), "take_run_async_send")
+    }),
+    ("schedule_async_send_yield", |n| {
+        op_schedule_async(ParkingRuntime, n, (true, true), "schedule_async_send_yield")
+    }),
+    ("take_run_async_send_yield", |n| {
+        op_take_run_async(ParkingRuntime, n, (true, true), "take_run_async_send_yield")
     }),
     #[cfg(feature = "tokio")]
     ("schedule_async_tokio", |n| {
-        op_schedule_async(current_thread(), n, false, "schedule_async_tokio")
+        op_schedule_async(current_thread(), n, (false, false), "schedule_async_tokio")
     }),
     #[cfg(feature = "tokio")]
     ("take_run_async_tokio", |n| {
-        op_take_run_async(current_thread(), n, false, "take_run_async_tokio")
+        op_take_run_async(current_thread(), n, (false, false), "take_run_async_tokio")
     }),
     ("lock", op_lock),
     ("now", op_now),

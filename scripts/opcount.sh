@@ -66,6 +66,10 @@ table=(
     take_run_async:schedule_async
     schedule_async_yield:-
     take_run_async_yield:schedule_async_yield
+    schedule_async_send:-
+    take_run_async_send:schedule_async_send
+    schedule_async_send_yield:-
+    take_run_async_send_yield:schedule_async_send_yield
     schedule_async_tokio:-
     take_run_async_tokio:schedule_async_tokio
     lock:-

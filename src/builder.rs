@@ -61,6 +61,7 @@ impl Builder {
                 task_span_level: tracing::Level::TRACE,
                 spin_policy: SpinPolicy::Adaptive,
                 timer_precision: Duration::ZERO,
+                max_async_runs: usize::MAX,
                 #[cfg(feature = "metrics")]
                 metrics_interval: Duration::from_secs(1),
                 #[cfg(feature = "metrics")]
@@ -230,6 +231,33 @@ impl Builder {
     #[must_use]
     pub fn metrics_interval(mut self, every: Duration) -> Self {
         self.config.metrics_interval = every;
+        self
+    }
+
+    /// How many async runs may be in progress at once, off their worker, pool-wide: the
+    /// runs of the `*_send` job forms (such as
+    /// [`schedule_periodic_async_send`](crate::ScheduledThreadPoolExecutor::schedule_periodic_async_send))
+    /// whose future is pending while they hold no worker. Default: no bound (each task
+    /// has one run in progress at most, so the pool's async tasks bound it).
+    ///
+    /// At the bound, a run that comes due starts as any run (its task is running,
+    /// `active_count` counts it, its lateness is measured at that start) but waits for a
+    /// permit before it makes its future, holding no worker; runs get their permits in the
+    /// order they asked, each when an earlier run's future is dropped (it completed,
+    /// panicked or was stopped), so the wait shows in its run time. An interrupt or
+    /// `shutdown_now` ends a waiting run at once. Use it to cap what the jobs do to what
+    /// they await (at most 50 queries in flight to one database); `0` lets no async run
+    /// of these forms make its future (every such run waits until it is stopped).
+    ///
+    /// ```
+    /// use schedpool::ScheduledThreadPoolExecutor;
+    ///
+    /// let pool = ScheduledThreadPoolExecutor::builder().max_async_runs(50).build();
+    /// # pool.close();
+    /// ```
+    #[must_use]
+    pub fn max_async_runs(mut self, n: usize) -> Self {
+        self.config.max_async_runs = n;
         self
     }
 

@@ -55,6 +55,9 @@ pub(crate) struct Config {
     pub(crate) task_span_level: tracing::Level,
     pub(crate) spin_policy: SpinPolicy,
     pub(crate) timer_precision: Duration,
+    /// The async runs in progress off their worker at once (`Builder::max_async_runs`;
+    /// `usize::MAX`: no bound).
+    pub(crate) max_async_runs: usize,
     /// How often the metrics thread publishes the pool (`Builder::metrics_interval`;
     /// zero: never, only `publish_metrics` and the termination).
     #[cfg(feature = "metrics")]
@@ -90,7 +93,8 @@ impl fmt::Debug for Config {
             .field("late_threshold", &self.late_threshold)
             .field("task_span_level", &self.task_span_level)
             .field("spin_policy", &self.spin_policy)
-            .field("timer_precision", &self.timer_precision);
+            .field("timer_precision", &self.timer_precision)
+            .field("max_async_runs", &Bound(self.max_async_runs));
         #[cfg(feature = "metrics")]
         d.field("metrics_interval", &self.metrics_interval)
             .field("max_task_series", &self.max_task_series);

@@ -4,15 +4,20 @@
 //! futures that need no reactor), and, with the cargo feature `tokio`, tokio's runtime.
 //!
 //! # Design
-//! The trait has one method, `block_on`, which polls a future to completion on the
-//! calling thread: the worker stays busy with the run until its future completes, so an
-//! async run is a run like a closure's (one at a time per task, counted in
-//! `active_count`, waited for by `wait_idle`, a fixed delay counted from its end). The
-//! future is type-erased (`Pin<&mut dyn Future<Output = ()>>`: the crate's own wrapper,
-//! whose output it keeps itself), so the trait is object-safe (an `Arc<dyn AsyncRuntime>`
-//! is a runtime too) and a runtime with a `block_on` function implements it in three
-//! lines. The future is polled on the calling thread, so it need not be `Send`, and a
-//! runtime that can only spawn `Send` futures elsewhere cannot implement it.
+//! The trait's one required method, `block_on`, polls a future to completion on the
+//! calling thread: a job submitted through the forms whose future need not be `Send`
+//! (`schedule_async` and its forms) occupies its worker until its future completes, and
+//! the future never leaves that thread. The future is type-erased (`Pin<&mut dyn
+//! Future<Output = ()>>`: the crate's own wrapper, whose output it keeps itself), so the
+//! trait is object-safe (an `Arc<dyn AsyncRuntime>` is a runtime too) and a runtime with a
+//! `block_on` function implements it in three lines.
+//!
+//! Two provided methods let the pool poll futures itself: [`AsyncRuntime::can_enter`]
+//! (`false` by default) and [`AsyncRuntime::enter`] (the runtime's context around one
+//! poll). Where they say so, a job of the `*_send` forms gives its worker back while its
+//! future is pending, and any free worker polls it again when its waker fires
+//! (`body/async_run.rs`, "Off the worker"). A runtime written against the trait's one
+//! method keeps compiling, and keeps the worker-holding path.
 //!
 //! Nothing here is a protocol of the crate: `ParkingRuntime` parks with `std::thread`
 //! (`sync.rs` lists it among the exceptions), and the runtimes' wakers are called only
@@ -25,8 +30,11 @@ use std::task::{Context, Wake, Waker};
 use std::thread::{self, Thread};
 
 /// What runs an async job's future: an executor with a `block_on` that polls a future to
-/// completion on the calling thread. A job's worker calls it for each run, so the run
-/// occupies the worker until its future completes, as a closure's run does.
+/// completion on the calling thread, and, optionally, a context the pool's own threads can
+/// enter to poll a future one step at a time ([`can_enter`](Self::can_enter),
+/// [`enter`](Self::enter)). Through `block_on`, a run occupies its worker until its future
+/// completes, as a closure's run does; through `enter` (the `*_send` job forms), a run
+/// whose future is pending holds no worker.
 ///
 /// Implemented for [`ParkingRuntime`], for `Arc`s, boxes and `'static` references of a
 /// runtime, and, with the cargo feature `tokio`, for tokio's `Handle` and `Runtime`
@@ -76,11 +84,39 @@ use std::thread::{self, Thread};
 pub trait AsyncRuntime: Send + Sync + 'static {
     /// Polls `future` to completion on the calling thread.
     fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>);
+
+    /// Whether the pool may poll this runtime's futures itself, one poll at a time on
+    /// whichever of its threads is free, each inside [`enter`](Self::enter): then an async
+    /// job submitted through a method whose future is `Send` (the `*_send` forms, such as
+    /// [`schedule_periodic_async_send`](crate::ScheduledThreadPoolExecutor::schedule_periodic_async_send))
+    /// gives its worker back while its future is pending. `false`, the default: every run
+    /// occupies its worker through [`block_on`](Self::block_on), as a closure's run does
+    /// (so a runtime that implements only `block_on` keeps working as it always did).
+    fn can_enter(&self) -> bool {
+        false
+    }
+
+    /// Calls `poll` inside the runtime's context on the calling thread (tokio:
+    /// `Handle::enter`, so that the job's timers and sockets register with the runtime,
+    /// whose own threads drive them). Called only where [`can_enter`](Self::can_enter)
+    /// says `true`; the default calls `poll` as it is (a runtime with no context of its
+    /// own, such as [`ParkingRuntime`]).
+    fn enter(&self, poll: &mut dyn FnMut()) {
+        poll();
+    }
 }
 
 impl<R: AsyncRuntime + ?Sized> AsyncRuntime for Arc<R> {
     fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
         (**self).block_on(future)
+    }
+
+    fn can_enter(&self) -> bool {
+        (**self).can_enter()
+    }
+
+    fn enter(&self, poll: &mut dyn FnMut()) {
+        (**self).enter(poll)
     }
 }
 
@@ -88,11 +124,27 @@ impl<R: AsyncRuntime + ?Sized> AsyncRuntime for Box<R> {
     fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
         (**self).block_on(future)
     }
+
+    fn can_enter(&self) -> bool {
+        (**self).can_enter()
+    }
+
+    fn enter(&self, poll: &mut dyn FnMut()) {
+        (**self).enter(poll)
+    }
 }
 
 impl<R: AsyncRuntime + ?Sized> AsyncRuntime for &'static R {
     fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
         (**self).block_on(future)
+    }
+
+    fn can_enter(&self) -> bool {
+        (**self).can_enter()
+    }
+
+    fn enter(&self, poll: &mut dyn FnMut()) {
+        (**self).enter(poll)
     }
 }
 
@@ -128,6 +180,11 @@ impl AsyncRuntime for ParkingRuntime {
         while future.as_mut().poll(&mut cx).is_pending() {
             thread::park(); // a spurious return only costs a poll
         }
+    }
+
+    /// No context to enter: the pool polls the futures of the `*_send` job forms itself.
+    fn can_enter(&self) -> bool {
+        true
     }
 }
 
@@ -192,6 +249,19 @@ mod tokio_impl {
         fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
             tokio::runtime::Handle::block_on(self, future)
         }
+
+        /// The pool polls the futures of the `*_send` job forms itself, inside
+        /// `Handle::enter`; the runtime's own threads drive their timers and IO (a
+        /// `current_thread` runtime only while a thread is inside its `block_on`, as
+        /// above).
+        fn can_enter(&self) -> bool {
+            true
+        }
+
+        fn enter(&self, poll: &mut dyn FnMut()) {
+            let _context = tokio::runtime::Handle::enter(self);
+            poll();
+        }
     }
 
     /// `Runtime::block_on`. With a `multi_thread` runtime it is the `Handle`'s. With a
@@ -208,6 +278,17 @@ mod tokio_impl {
     impl AsyncRuntime for tokio::runtime::Runtime {
         fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
             tokio::runtime::Runtime::block_on(self, future)
+        }
+
+        /// A `multi_thread` runtime: as the `Handle`'s. A `current_thread` one: no, its
+        /// runs occupy their worker, which drives the runtime in `block_on` (above).
+        fn can_enter(&self) -> bool {
+            self.handle().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        }
+
+        fn enter(&self, poll: &mut dyn FnMut()) {
+            let _context = tokio::runtime::Runtime::enter(self);
+            poll();
         }
     }
 }

@@ -1,24 +1,30 @@
-//! Async bodies: a job whose closure makes a future, which the job's worker polls to
-//! completion on an [`AsyncRuntime`] (`schedule_async` and its periodic forms,
-//! `executor/async_jobs.rs`). [`Async`] is the adaptor: a one-shot's body
-//! (`task::OnceBody`), a periodic one that says what comes next (`task::PeriodicBody`,
-//! its future yielding a `Next`), and a fallible one's attempt (`Attempt`, for
-//! `Fallible`), so the task layer and `Guarded` (span link, cluster lock) treat it as
-//! any closure.
+//! Async bodies: a job whose closure makes a future per run, polled on an
+//! [`AsyncRuntime`] (`schedule_async` and its periodic forms, `executor/async_jobs.rs`).
+//! [`Async`] and [`SendAsync`] are the adaptors: a one-shot's body (`task::OnceBody`), a
+//! periodic one that says what comes next (`task::PeriodicBody`, its future yielding a
+//! `Next`), and a fallible one's attempt (`Attempt`, for `Fallible`), so the task layer
+//! and `Guarded` (span link, cluster lock) treat them as any closure.
 //!
 //! # Design
-//! A run calls the runtime's `block_on` with the crate's own future, [`awaited`], which
-//! makes the job's future in its first poll (inside the runtime's context: a tokio timer
-//! made outside it panics, "there is no reactor running", which is the trap of
+//! [`Async`] (the forms whose future need not be `Send`): a run calls the runtime's
+//! `block_on` with the crate's own future, [`awaited`], which makes the job's future in
+//! its first poll (inside the runtime's context: a tokio timer made outside it panics,
+//! "there is no reactor running", which is the trap of
 //! `handle.block_on(tokio::time::sleep(d))`), then polls it with its panic contained and
 //! drops it, in the runtime's context, when it is done or when the run must stop. The
-//! worker is busy until then, so every property of a closure's run holds as it is: one
-//! run at a time per task, `active_count`, `wait_idle`, a fixed delay counted from the
-//! future's completion, lateness. We rejected spawning the future and freeing the worker
-//! meanwhile: the task would be RUNNING with no worker, and `wait_idle`, `active_count`,
-//! the fixed delay, `shutdown_now`'s list and termination would each need a second
-//! notion of a running task; a pool that runs many async jobs at once wants that many
-//! workers, as it would for closures.
+//! worker is busy until then, and a future that is not `Send` never leaves its thread.
+//!
+//! # Off the worker
+//! [`SendAsync`] (the `*_send` forms, a `Send` future): on a worker, with a runtime the
+//! pool can enter ([`AsyncRuntime::can_enter`]), its `call` returns `Pending` at once and
+//! the run goes on without the worker (`task/suspended.rs`): each poll, on whichever
+//! thread resumes the run ([`PeriodicBody::resume`], [`OnceResume::resume`]), enters the
+//! runtime's context ([`AsyncRuntime::enter`]), makes the future at the first poll (as
+//! `awaited` does), polls it with its panics contained, and drops it when it completes,
+//! panics or the run must stop ([`poll_off`]). The future lives in a box the body makes
+//! once and reuses for every run. Elsewhere (a runtime with only `block_on`, a run on the
+//! caller's thread) it runs as [`Async`]'s. Every property of a run holds on both paths
+//! (`docs/DESIGN.md`, "Async bodies").
 //!
 //! # Stopping
 //! A run must stop when its task is interrupted (`ScheduledFuture::interrupt`: the
@@ -43,12 +49,12 @@
 use std::future::{poll_fn, Future};
 use std::panic::resume_unwind;
 use std::pin::{pin, Pin};
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 
 use super::context::{step_of, Attempt, TaskContext};
 use crate::runtime::AsyncRuntime;
 use crate::schedule::Next;
-use crate::task::{sleepers, OnceBody, PeriodicBody, Ran, RunCx, Step};
+use crate::task::{sleepers, OnceBody, OnceResume, PeriodicBody, Permit, Ran, RunCx, Step};
 use crate::user::{self, Panic};
 
 /// A job's closure that makes a future for each run, with the runtime that runs it.
@@ -223,7 +229,251 @@ where
     Fut: Future<Output = Result<Next, E>>,
     E: 'static,
 {
-    fn attempt(&mut self, cx: &RunCx<'_>) -> Option<Result<Next, E>> {
-        run(&self.runtime, cx, &mut self.make).or_unwind()
+    fn attempt(&mut self, cx: &RunCx<'_>) -> Poll<Option<Result<Next, E>>> {
+        Poll::Ready(run(&self.runtime, cx, &mut self.make).or_unwind())
+    }
+}
+
+/// An async job's closure whose futures are `Send`, with its runtime (the `*_send` job
+/// forms). On a worker of a pool, with a runtime that can be entered
+/// ([`AsyncRuntime::can_enter`]), its run gives the worker back while its future is
+/// pending (module notes, "Off the worker"): its `call` only says so (`Pending`), and each
+/// later poll, on whichever thread resumes the run, makes the future at the first and
+/// polls it inside the runtime's context. Elsewhere (a runtime with only `block_on`, a run
+/// on the caller's thread) it runs as [`Async`]'s.
+pub(crate) struct SendAsync<R, G, Fut> {
+    runtime: R,
+    make: G,
+    /// The run's future, from its first poll to its end; the box is made once, with the
+    /// body, and holds each run's future in turn.
+    fut: Pin<Box<Option<Fut>>>,
+    /// The run's permit under the pool's bound (`Builder::max_async_runs`), taken before
+    /// its future is made and given back when it is dropped.
+    permit: Permit,
+}
+
+impl<R: AsyncRuntime, G, Fut> SendAsync<R, G, Fut> {
+    pub(crate) fn new(runtime: R, make: G) -> Self {
+        SendAsync {
+            runtime,
+            make,
+            fut: Box::pin(None),
+            permit: Permit::None,
+        }
+    }
+
+    /// `true` if this run goes on without its worker: on a pool's worker, with a runtime the
+    /// pool can enter.
+    fn off_worker(&self, cx: &RunCx<'_>) -> bool {
+        cx.env.on_worker && cx.env.pool.is_some() && self.runtime.can_enter()
+    }
+}
+
+/// One poll of a run off its worker, inside the runtime's context: the future made at the
+/// first poll (as [`awaited`] makes it), polled with its panics contained, and dropped in
+/// place when it completes, panics or the run must stop (a stop is checked first, so a
+/// stopped future is not polled again: module notes, "Stopping").
+fn poll_off<R, Fut>(
+    runtime: &R,
+    (cx, waker): (&RunCx<'_>, &Waker),
+    mut fut: Pin<&mut Option<Fut>>,
+    permit: &mut Permit,
+    make: impl FnOnce() -> Fut,
+) -> Poll<Awaited<Fut::Output>>
+where
+    R: AsyncRuntime,
+    Fut: Future,
+{
+    let polled = poll_permitted(runtime, (cx, waker), fut.as_mut(), permit, make);
+    if polled.is_ready() {
+        // The future is dropped: its permit goes to the next waiting run (PM1).
+        if let Some(pool) = cx.env.pool {
+            pool.async_permits().release(permit);
+        }
+    }
+    polled
+}
+
+/// [`poll_off`]'s poll: at the first, the run's permit (or its wait for one, pending), then
+/// the future's poll inside the runtime's context.
+fn poll_permitted<R, Fut>(
+    runtime: &R,
+    (cx, waker): (&RunCx<'_>, &Waker),
+    mut fut: Pin<&mut Option<Fut>>,
+    permit: &mut Permit,
+    make: impl FnOnce() -> Fut,
+) -> Poll<Awaited<Fut::Output>>
+where
+    R: AsyncRuntime,
+    Fut: Future,
+{
+    if fut.is_none() {
+        if must_stop(cx) {
+            return Poll::Ready(Awaited::Stopped); // stopped while it waited for its permit
+        }
+        let permitted = cx
+            .env
+            .pool
+            .is_none_or(|p| p.async_permits().acquire(permit, waker));
+        if !permitted {
+            return Poll::Pending; // queued for a permit: woken when it is handed one
+        }
+    }
+    let mut make = Some(make);
+    let mut polled = None;
+    // The runtime's `enter` is user code too: its panic ends the run, the future dropped.
+    let entered = user::contain(|| {
+        runtime.enter(&mut || {
+            if let Some(make) = make.take() {
+                polled = Some(poll_entered(cx, waker, fut.as_mut(), make));
+            }
+        })
+    });
+    match (polled, entered) {
+        (Some(polled), Ok(())) => polled,
+        // `enter` unwound, before the poll or after it: the run ends with its panic (an
+        // output the poll had is dropped, contained).
+        (polled, Err(p)) => {
+            user::drop_quietly(polled);
+            Poll::Ready(dropped(fut, Awaited::Panicked(p)))
+        }
+        // A runtime whose `enter` returned without calling `poll`: a broken contract.
+        (None, Ok(())) => Poll::Ready(dropped(
+            fut,
+            Awaited::Panicked(Box::new(
+                "schedpool: the AsyncRuntime's enter returned without polling the job's future",
+            )),
+        )),
+    }
+}
+
+/// [`poll_off`]'s poll, in the runtime's context.
+fn poll_entered<Fut: Future>(
+    cx: &RunCx<'_>,
+    waker: &Waker,
+    mut fut: Pin<&mut Option<Fut>>,
+    make: impl FnOnce() -> Fut,
+) -> Poll<Awaited<Fut::Output>> {
+    if must_stop(cx) {
+        return Poll::Ready(dropped(fut, Awaited::Stopped));
+    }
+    if fut.is_none() {
+        match user::contain(make) {
+            Ok(made) => fut.set(Some(made)),
+            Err(p) => return Poll::Ready(Awaited::Panicked(p)),
+        }
+    }
+    let Some(inner) = fut.as_mut().as_pin_mut() else {
+        unreachable!("made above");
+    };
+    let mut task = Context::from_waker(waker);
+    match user::contain(|| inner.poll(&mut task)) {
+        Ok(Poll::Ready(v)) => Poll::Ready(dropped(fut, Awaited::Output(v))),
+        Ok(Poll::Pending) => Poll::Pending,
+        Err(p) => Poll::Ready(dropped(fut, Awaited::Panicked(p))),
+    }
+}
+
+impl<R, G, Fut> OnceBody<Fut::Output> for SendAsync<R, G, Fut>
+where
+    R: AsyncRuntime,
+    G: FnOnce(&TaskContext<'_>) -> Fut + Send + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    fn call(self, cx: &RunCx<'_>) -> Ran<Fut::Output> {
+        if !self.off_worker(cx) {
+            return match run(&self.runtime, cx, self.make).or_unwind() {
+                Some(v) => Ran::Output(v),
+                None => Ran::Stopped,
+            };
+        }
+        Ran::Pending(Box::new(SendAsync {
+            runtime: self.runtime,
+            make: Some(self.make),
+            fut: self.fut,
+            permit: self.permit,
+        }))
+    }
+}
+
+impl<R, G, Fut> OnceResume<Fut::Output> for SendAsync<R, Option<G>, Fut>
+where
+    R: AsyncRuntime,
+    G: FnOnce(&TaskContext<'_>) -> Fut + Send + 'static,
+    Fut: Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    fn resume(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Ran<Fut::Output>> {
+        let make = &mut self.make;
+        let made = || (make.take().expect("made once"))(&TaskContext::of(cx));
+        let fut = self.fut.as_mut();
+        let polled = poll_off(&self.runtime, (cx, waker), fut, &mut self.permit, made);
+        polled.map(|a| match a.or_unwind() {
+            Some(v) => Ran::Output(v),
+            None => Ran::Stopped,
+        })
+    }
+}
+
+impl<R, G, Fut> PeriodicBody for SendAsync<R, G, Fut>
+where
+    R: AsyncRuntime,
+    G: FnMut(&TaskContext<'_>) -> Fut + Send + 'static,
+    Fut: Future<Output = Next> + Send + 'static,
+{
+    type Output = ();
+
+    fn output(&mut self) {}
+
+    fn call(&mut self, cx: &RunCx<'_>) -> Step {
+        if !self.off_worker(cx) {
+            return match run(&self.runtime, cx, &mut self.make).or_unwind() {
+                Some(next) => step_of(next, cx),
+                None => Step::Stopped,
+            };
+        }
+        Step::Pending
+    }
+
+    fn runs_off_worker(&self, cx: &RunCx<'_>) -> bool {
+        self.off_worker(cx)
+    }
+
+    fn resume(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Step> {
+        let make = &mut self.make;
+        let made = || make(&TaskContext::of(cx));
+        let fut = self.fut.as_mut();
+        let polled = poll_off(&self.runtime, (cx, waker), fut, &mut self.permit, made);
+        polled.map(|a| match a.or_unwind() {
+            Some(next) => step_of(next, cx),
+            None => Step::Stopped,
+        })
+    }
+}
+
+impl<R, G, Fut, E> Attempt<E> for SendAsync<R, G, Fut>
+where
+    R: AsyncRuntime,
+    G: FnMut(&TaskContext<'_>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Next, E>> + Send + 'static,
+    E: 'static,
+{
+    fn attempt(&mut self, cx: &RunCx<'_>) -> Poll<Option<Result<Next, E>>> {
+        if !self.off_worker(cx) {
+            return Poll::Ready(run(&self.runtime, cx, &mut self.make).or_unwind());
+        }
+        Poll::Pending
+    }
+
+    fn runs_off_worker(&self, cx: &RunCx<'_>) -> bool {
+        self.off_worker(cx)
+    }
+
+    fn resume_attempt(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Option<Result<Next, E>>> {
+        let make = &mut self.make;
+        let made = || make(&TaskContext::of(cx));
+        let fut = self.fut.as_mut();
+        poll_off(&self.runtime, (cx, waker), fut, &mut self.permit, made).map(Awaited::or_unwind)
     }
 }

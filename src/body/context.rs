@@ -24,9 +24,10 @@
 //! a `ManualClock` advance wake.
 
 use std::fmt;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::exclusive::{run_locked, Ledger, Locked};
+use super::exclusive::{keep_locked, run_locked, KeptLease, Ledger, Locked};
 use super::span::link_to;
 use crate::clock::{Clock, Ticks};
 use crate::cluster::{Exclusive, Lease};
@@ -279,8 +280,19 @@ impl<G, E> Fallible<G, E> {
 /// may be stopped before it does.
 pub(crate) trait Attempt<E>: Send + 'static {
     /// The run's verdict; `None` if the run was stopped before it had one (an async body
-    /// dropped at an interrupt or `shutdown_now`).
-    fn attempt(&mut self, cx: &RunCx<'_>) -> Option<Result<Next, E>>;
+    /// dropped at an interrupt or `shutdown_now`); `Pending` if the run goes on without
+    /// its worker (an async body whose future is `Send`: [`resume_attempt`](Self::resume_attempt)).
+    fn attempt(&mut self, cx: &RunCx<'_>) -> Poll<Option<Result<Next, E>>>;
+
+    /// As `PeriodicBody::runs_off_worker`.
+    fn runs_off_worker(&self, _cx: &RunCx<'_>) -> bool {
+        false
+    }
+
+    /// Polls a run whose [`attempt`](Self::attempt) was `Pending` again.
+    fn resume_attempt(&mut self, _cx: &RunCx<'_>, _waker: &Waker) -> Poll<Option<Result<Next, E>>> {
+        unreachable!("only an attempt that was pending is resumed")
+    }
 }
 
 impl<G, E> Attempt<E> for G
@@ -288,8 +300,8 @@ where
     G: FnMut(&TaskContext<'_>) -> Result<Next, E> + Send + 'static,
 {
     #[inline]
-    fn attempt(&mut self, cx: &RunCx<'_>) -> Option<Result<Next, E>> {
-        Some(self(&TaskContext { cx }))
+    fn attempt(&mut self, cx: &RunCx<'_>) -> Poll<Option<Result<Next, E>>> {
+        Poll::Ready(Some(self(&TaskContext { cx })))
     }
 }
 
@@ -301,7 +313,35 @@ where
     type Output = Result<(), E>;
 
     fn call(&mut self, cx: &RunCx<'_>) -> Step {
-        let Some(verdict) = self.f.attempt(cx) else {
+        match self.f.attempt(cx) {
+            Poll::Ready(verdict) => self.verdict(cx, verdict),
+            Poll::Pending => Step::Pending,
+        }
+    }
+
+    fn runs_off_worker(&self, cx: &RunCx<'_>) -> bool {
+        self.f.runs_off_worker(cx)
+    }
+
+    fn resume(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Step> {
+        self.f
+            .resume_attempt(cx, waker)
+            .map(|verdict| self.verdict(cx, verdict))
+    }
+
+    fn output(&mut self) -> Result<(), E> {
+        self.stopped_by.take().map_or(Ok(()), Err)
+    }
+
+    fn last_failed(&self) -> bool {
+        self.failures > 0
+    }
+}
+
+impl<G: Attempt<E>, E: fmt::Display + Send + 'static> Fallible<G, E> {
+    /// What a run's verdict means for the task (`None`: the run was stopped).
+    fn verdict(&mut self, cx: &RunCx<'_>, verdict: Option<Result<Next, E>>) -> Step {
+        let Some(verdict) = verdict else {
             return Step::Stopped;
         };
         let error = match verdict {
@@ -343,13 +383,19 @@ where
             None => Step::Continue,
         }
     }
+}
 
-    fn output(&mut self) -> Result<(), E> {
-        self.stopped_by.take().map_or(Ok(()), Err)
-    }
+/// Gives a kept lease back when dropped: at a run's end, and while its poll unwinds.
+struct ReleaseAtEnd<'a, 'c> {
+    kept: &'a mut Option<KeptLease>,
+    cx: &'a RunCx<'c>,
+}
 
-    fn last_failed(&self) -> bool {
-        self.failures > 0
+impl Drop for ReleaseAtEnd<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(kept) = self.kept.take() {
+            kept.release(&Ledger::of(self.cx));
+        }
     }
 }
 
@@ -377,6 +423,9 @@ pub(crate) struct Guarded<B> {
     /// (a catch-up has no tick of its own to protect, and must not take the next one).
     /// Cleared by the first run due at or after it.
     catch_up_until: Option<Ticks>,
+    /// The lease of a run whose future is pending (its body `runs_off_worker`), kept
+    /// across the run's polls until its end.
+    kept: Option<KeptLease>,
 }
 
 impl<B: PeriodicBody> Guarded<B> {
@@ -386,6 +435,7 @@ impl<B: PeriodicBody> Guarded<B> {
             parent,
             lock: lock.map(Box::new),
             catch_up_until: None,
+            kept: None,
         }
     }
 }
@@ -410,6 +460,24 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
                 None
             }
         };
+        if body.runs_off_worker(cx) {
+            // The run goes on without its worker: the lease is kept across its polls.
+            let host = cx.env.pool.map(Host::handle_host);
+            return match keep_locked(spec, &Ledger::of(cx), hold_until, host) {
+                Ok(Locked::Ran(kept)) => {
+                    let step = body.call(&RunCx {
+                        lease: Some(kept.lease()),
+                        ..*cx
+                    });
+                    debug_assert_eq!(step, Step::Pending, "a run off its worker");
+                    self.kept = Some(kept);
+                    step
+                }
+                Ok(Locked::Held) => Step::Skip(Declined::LockHeld),
+                Ok(Locked::Paused(pause)) => Step::Skip(Declined::Paused(pause)),
+                Err(_) => Step::Skip(Declined::LockFailed),
+            };
+        }
         let ran = run_locked(spec, &Ledger::of(cx), hold_until, |lease| {
             body.call(&RunCx {
                 lease: Some(lease),
@@ -422,6 +490,32 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
             Ok(Locked::Paused(pause)) => Step::Skip(Declined::Paused(pause)),
             Err(_) => Step::Skip(Declined::LockFailed),
         }
+    }
+
+    fn runs_off_worker(&self, cx: &RunCx<'_>) -> bool {
+        self.body.runs_off_worker(cx)
+    }
+
+    /// Each poll of a run off its worker is linked to the submitter's span too (each is
+    /// a `task` span of its own); the kept lease goes back when the run ends, or when its
+    /// poll unwinds.
+    fn resume(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Step> {
+        if let Some(parent) = &self.parent {
+            link_to(parent);
+        }
+        let kept = ReleaseAtEnd {
+            kept: &mut self.kept,
+            cx,
+        };
+        let cx = RunCx {
+            lease: kept.kept.as_ref().map(KeptLease::lease),
+            ..*cx
+        };
+        let polled = self.body.resume(&cx, waker);
+        if polled.is_pending() {
+            std::mem::forget(kept); // kept for the next poll
+        }
+        polled
     }
 
     fn output(&mut self) -> B::Output {

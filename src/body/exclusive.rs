@@ -28,7 +28,7 @@ use crate::error::run_caught;
 use crate::schedule::Schedule;
 use crate::stats::{self, Counters};
 use crate::sync::{Arc, Condvar, Mutex, Weak};
-use crate::task::{drop_quietly, OnceBody, Ran, RunCx};
+use crate::task::{drop_quietly, Host, OnceBody, Ran, RunCx};
 
 /// Where a locked run counts and traces: the pool's name, its counters, its clock.
 pub(crate) struct Ledger<'a> {
@@ -84,6 +84,62 @@ impl<T> Locked<T> {
     }
 }
 
+/// What the store said before a run ([`acquire`]).
+enum Acquired {
+    /// This node got the lease.
+    Lease(Lease),
+    /// Another node holds the lock.
+    Elsewhere,
+    /// The job is paused cluster-wide.
+    Paused(Pause),
+}
+
+/// Asks the store whether the job is paused cluster-wide, and if not, for the lease: what
+/// a locked run starts with, counted in `ledger`'s counters and traced (`Err`: the store
+/// could not be asked).
+fn acquire(spec: &Exclusive, ledger: &Ledger<'_>) -> Result<Acquired, LockError> {
+    let (pool, id, task_name) = (ledger.pool, ledger.id, ledger.task);
+    // The user's `ClusterLock` through the door (U1: no crate lock held); its panic is the
+    // run's panic, contained by the task's run.
+    let paused = crate::user::call(|| spec.lock.paused(&spec.name));
+    let acquired = match paused {
+        Ok(Some(pause)) => {
+            crate::user::traced(
+                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, paused_by = %pause.by, "run skipped: the job is paused in the cluster"),
+            );
+            return Ok(Acquired::Paused(pause));
+        }
+        Ok(None) => crate::user::call(|| spec.lock.try_acquire(&spec.name, spec.at_most_for)),
+        Err(error) => Err(error),
+    };
+    match acquired {
+        Ok(Some(lease)) => {
+            bump(ledger.counters, |c| &c.lock_acquired);
+            crate::user::traced(
+                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token = lease.token(), "cluster lock acquired"),
+            );
+            Ok(Acquired::Lease(lease))
+        }
+        Ok(None) => {
+            bump(ledger.counters, |c| &c.lock_skipped);
+            crate::user::traced(
+                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere"),
+            );
+            Ok(Acquired::Elsewhere)
+        }
+        Err(error) => {
+            bump(ledger.counters, |c| &c.lock_failed);
+            bump(ledger.counters, |c| &c.lock_failed_runs);
+            if let Some(suppressed) = spec.warnings.admit() {
+                crate::user::traced(
+                    || tracing::warn!(target: "schedpool", pool, id, task_name, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired"),
+                );
+            }
+            Err(error)
+        }
+    }
+}
+
 /// Runs `f` under `spec`'s lock, unless the job is paused cluster-wide (asked first):
 /// [`Locked::Ran`] if this node got the lease and ran it, `Held` if another node holds
 /// the lock, `Paused` if the store says the job is paused, `Err` if the store could not
@@ -96,61 +152,159 @@ pub(crate) fn run_locked<T>(
     hold_until: Option<Ticks>,
     f: impl FnOnce(&Lease) -> T,
 ) -> Result<Locked<T>, LockError> {
-    let (pool, id, task_name) = (ledger.pool, ledger.id, ledger.task);
-    // The user's `ClusterLock` through the door (U1: no crate lock held); its panic is the
-    // run's panic, contained by the task's run.
-    let paused = crate::user::call(|| spec.lock.paused(&spec.name));
-    let acquired = match paused {
-        Ok(Some(pause)) => {
-            crate::user::traced(
-                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, paused_by = %pause.by, "run skipped: the job is paused in the cluster"),
-            );
-            return Ok(Locked::Paused(pause));
-        }
-        Ok(None) => crate::user::call(|| spec.lock.try_acquire(&spec.name, spec.at_most_for)),
-        Err(error) => Err(error),
+    let lease = match acquire(spec, ledger)? {
+        Acquired::Lease(lease) => lease,
+        Acquired::Elsewhere => return Ok(Locked::Held),
+        Acquired::Paused(pause) => return Ok(Locked::Paused(pause)),
     };
-    match acquired {
-        Ok(Some(lease)) => {
-            bump(ledger.counters, |c| &c.lock_acquired);
-            crate::user::traced(
-                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token = lease.token(), "cluster lock acquired"),
-            );
-            let held = HeldLease {
-                spec,
-                ledger,
-                // Read after the acquisition returned: the store's `locked_at` is no later.
-                started: ledger.clock.now(),
-                hold_until,
-                lease: Some(lease),
-            };
-            let lease = held.lease.as_ref().expect("held until dropped");
-            let out = match spec.keep_alive {
-                None => f(lease),
-                // The extensions stop, and their thread is joined, before `held` drops
-                // and gives the lease back (LK5: no extension after the release).
-                Some(every) => kept_alive(spec, ledger, lease, every, f),
-            };
-            drop(held); // gives the lease back (also on unwind)
-            Ok(Locked::Ran(out))
+    let held = HeldLease {
+        spec,
+        ledger,
+        // Read after the acquisition returned: the store's `locked_at` is no later.
+        started: ledger.clock.now(),
+        hold_until,
+        lease: Some(lease),
+    };
+    let lease = held.lease.as_ref().expect("held until dropped");
+    let out = match spec.keep_alive {
+        None => f(lease),
+        // The extensions stop, and their thread is joined, before `held` drops
+        // and gives the lease back (LK5: no extension after the release).
+        Some(every) => kept_alive(spec, ledger, lease, every, f),
+    };
+    drop(held); // gives the lease back (also on unwind)
+    Ok(Locked::Ran(out))
+}
+
+/// [`run_locked`]'s start for a run whose future is pending across several polls (an
+/// exclusive async job whose run gives its worker back: `Guarded`): the lease, kept by the
+/// run until its end ([`KeptLease::release`]), with its keep-alive on a thread of its own.
+/// `host`: the pool, whose counters the keep-alive bumps.
+pub(crate) fn keep_locked(
+    spec: &Exclusive,
+    ledger: &Ledger<'_>,
+    hold_until: Option<Ticks>,
+    host: Option<Arc<dyn Host>>,
+) -> Result<Locked<KeptLease>, LockError> {
+    let lease = match acquire(spec, ledger)? {
+        Acquired::Lease(lease) => lease,
+        Acquired::Elsewhere => return Ok(Locked::Held),
+        Acquired::Paused(pause) => return Ok(Locked::Paused(pause)),
+    };
+    let mut kept = KeptLease {
+        spec: spec.clone(),
+        pool: ledger.pool.into(),
+        started: ledger.clock.now(),
+        hold_until,
+        lease: Some(lease),
+        keeper: None,
+    };
+    if let Some(every) = spec.keep_alive {
+        let lease = kept.lease().clone();
+        kept.keeper = KeepAlive::start(spec.clone(), lease, ledger, host, every);
+    }
+    Ok(Locked::Ran(kept))
+}
+
+/// A lease a run keeps across its polls ([`keep_locked`]); [`release`](Self::release)
+/// gives it back at the run's end.
+pub(crate) struct KeptLease {
+    spec: Exclusive,
+    /// The pool's name, for a release without a ledger (a run dropped before its end).
+    pool: Box<str>,
+    started: Ticks,
+    hold_until: Option<Ticks>,
+    /// `None` once given back.
+    lease: Option<Lease>,
+    keeper: Option<KeepAlive>,
+}
+
+impl KeptLease {
+    pub(crate) fn lease(&self) -> &Lease {
+        self.lease.as_ref().expect("kept until released")
+    }
+
+    /// The run ended: the keep-alive stops (joined: LK5, no extension after the release)
+    /// and the lease is given back, counted in `ledger` (the ledger of the run's last poll).
+    pub(crate) fn release(mut self, ledger: &Ledger<'_>) {
+        if let Some(keeper) = self.keeper.take() {
+            keeper.stop();
         }
-        Ok(None) => {
-            bump(ledger.counters, |c| &c.lock_skipped);
-            crate::user::traced(
-                || tracing::debug!(target: "schedpool", pool, id, task_name, lock = &*spec.name, "run skipped: the cluster lock is held elsewhere"),
-            );
-            Ok(Locked::Held)
+        if let Some(lease) = self.lease.take() {
+            give_back(&self.spec, ledger, self.started, self.hold_until, lease);
         }
-        Err(error) => {
-            bump(ledger.counters, |c| &c.lock_failed);
-            bump(ledger.counters, |c| &c.lock_failed_runs);
-            if let Some(suppressed) = spec.warnings.admit() {
+    }
+}
+
+impl Drop for KeptLease {
+    /// A run dropped before its end (never on a pool's own paths): the lease is given back
+    /// all the same, uncounted.
+    fn drop(&mut self) {
+        if let Some(keeper) = self.keeper.take() {
+            keeper.stop();
+        }
+        if let Some(lease) = self.lease.take() {
+            let clock = Clock::real();
+            let ledger = Ledger {
+                pool: &self.pool,
+                id: None,
+                task: None,
+                counters: None,
+                clock: &clock,
+            };
+            give_back(&self.spec, &ledger, self.started, self.hold_until, lease);
+        }
+    }
+}
+
+/// A lease's keep-alive on a thread of its own (not scoped: it outlives the poll that
+/// started it), stopped and joined by [`stop`](Self::stop).
+struct KeepAlive {
+    keeper: Arc<Keeper>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl KeepAlive {
+    /// Starts extending `lease` every `every`; `None` (traced) if the thread cannot start,
+    /// and the run keeps the lease it was given.
+    fn start(
+        spec: Exclusive,
+        lease: Lease,
+        ledger: &Ledger<'_>,
+        host: Option<Arc<dyn Host>>,
+        every: Duration,
+    ) -> Option<KeepAlive> {
+        let first = crate::clock::add(ledger.clock.now(), every); // as `kept_alive`
+        let keeper = Keeper::new(ledger.clock);
+        let (k, clock) = (keeper.clone(), ledger.clock.clone());
+        let (pool, id) = (String::from(ledger.pool), ledger.id);
+        let task = ledger.task.map(String::from);
+        let started = std::thread::Builder::new()
+            .name(format!("{}-keep-alive", ledger.pool).replace('\0', "\u{fffd}"))
+            .spawn(move || {
+                let ledger = Ledger {
+                    pool: &pool,
+                    id,
+                    task: task.as_deref(),
+                    counters: host.as_deref().map(|h| h.counters()),
+                    clock: &clock,
+                };
+                keep_extending(&spec, &ledger, &lease, first, every, &k);
+            });
+        match started {
+            Ok(thread) => Some(KeepAlive { keeper, thread }),
+            Err(error) => {
                 crate::user::traced(
-                    || tracing::warn!(target: "schedpool", pool, id, task_name, lock = &*spec.name, error = %error, suppressed, "run skipped: the cluster lock could not be acquired"),
+                    || tracing::warn!(target: "schedpool", pool = ledger.pool, error = %error, "could not start the lease's keep-alive; the run keeps the lease it was given"),
                 );
+                None
             }
-            Err(error)
         }
+    }
+
+    fn stop(self) {
+        drop(StopKeeper(&self.keeper));
+        let _ = self.thread.join(); // a store's panic is contained inside it
     }
 }
 
@@ -167,15 +321,7 @@ fn kept_alive<T>(
     // The first extension is due `every` after now, read before the thread starts (a
     // `ManualClock` may move before it runs).
     let first = crate::clock::add(ledger.clock.now(), every);
-    let keeper = Arc::new(Keeper {
-        stop: Mutex::new(false),
-        cv: Condvar::new(),
-    });
-    if matches!(ledger.clock, Clock::Manual(_)) {
-        // C3 (`clock.rs`): an advance wakes the keeper, which re-reads the time.
-        let weak: Weak<dyn AdvanceListener> = Arc::downgrade(&keeper) as Weak<Keeper>;
-        ledger.clock.register(weak);
-    }
+    let keeper = Keeper::new(ledger.clock);
     // `std`'s scoped thread (`sync.rs` lists it): the keeper only extends the lease, which
     // `cluster/loom.rs` models as a plain `extend` from another thread (LK5).
     std::thread::scope(|scope| {
@@ -202,6 +348,22 @@ struct Keeper {
     /// Set when the run is over.
     stop: Mutex<bool>,
     cv: Condvar,
+}
+
+impl Keeper {
+    /// A keeper not yet stopped; on a `ManualClock`, listening to its advances (C3 in
+    /// `clock.rs`: an advance wakes the keeper, which re-reads the time).
+    fn new(clock: &Clock) -> Arc<Keeper> {
+        let keeper = Arc::new(Keeper {
+            stop: Mutex::new(false),
+            cv: Condvar::new(),
+        });
+        if matches!(clock, Clock::Manual(_)) {
+            let weak: Weak<dyn AdvanceListener> = Arc::downgrade(&keeper) as Weak<Keeper>;
+            clock.register(weak);
+        }
+        keeper
+    }
 }
 
 impl AdvanceListener for Keeper {
@@ -352,59 +514,67 @@ struct HeldLease<'a> {
 
 impl Drop for HeldLease<'_> {
     fn drop(&mut self) {
-        let Some(lease) = self.lease.take() else {
-            return;
-        };
-        let spec = self.spec;
-        let (pool, counters) = (self.ledger.pool, self.ledger.counters);
-        let (id, task_name) = (self.ledger.id, self.ledger.task);
-        let token = lease.token();
-        let ran = crate::clock::since(self.ledger.clock.now(), self.started);
-        // `at_least_for` counts from the acquisition (LK3); a catch-up's is capped at its
-        // successor's deadline, so the lock is free when that tick comes.
-        let at_least_for = match self.hold_until {
-            Some(until) => spec
-                .at_least_for
-                .min(crate::clock::since(until, self.started)),
-            None => spec.at_least_for,
-        };
-        // A store's panic is contained here: this may run while the closure's own panic
-        // unwinds, where a second panic would abort the process.
-        let released =
-            match crate::user::call(|| run_caught(|| spec.lock.release(lease, at_least_for))) {
-                Ok(released) => released,
-                Err((payload, msg)) => {
-                    drop_quietly(payload);
-                    Err(LockError::Store(
-                        format!("the lock's release panicked: {msg}").into(),
-                    ))
-                }
-            };
-        match released {
-            Ok(true) => {}
-            Ok(false) => {
-                bump(counters, |c| &c.lock_overruns);
-                crate::user::traced(|| {
-                    tracing::warn!(
-                        target: "schedpool",
-                        pool,
-                        id,
-                        task_name,
-                        lock = &*spec.name,
-                        token,
-                        ran_ms = millis(ran),
-                        at_most_for_ms = millis(spec.at_most_for),
-                        "a run outlasted its cluster lock's at_most_for; another node may have run the job meanwhile"
-                    )
-                });
-            }
-            Err(error) => {
-                bump(counters, |c| &c.lock_failed);
-                if let Some(suppressed) = spec.warnings.admit() {
-                    crate::user::traced(
-                        || tracing::warn!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token, error = %error, suppressed, "the cluster lock could not be released; it runs out at at_most_for"),
-                    );
-                }
+        if let Some(lease) = self.lease.take() {
+            give_back(self.spec, self.ledger, self.started, self.hold_until, lease);
+        }
+    }
+}
+
+/// Gives a run's lease back (its run started on the pool's clock at `started`; a
+/// catch-up's hold ends by `hold_until`), counted and traced in `ledger`.
+fn give_back(
+    spec: &Exclusive,
+    ledger: &Ledger<'_>,
+    started: Ticks,
+    hold_until: Option<Ticks>,
+    lease: Lease,
+) {
+    let (pool, counters) = (ledger.pool, ledger.counters);
+    let (id, task_name) = (ledger.id, ledger.task);
+    let token = lease.token();
+    let ran = crate::clock::since(ledger.clock.now(), started);
+    // `at_least_for` counts from the acquisition (LK3); a catch-up's is capped at its
+    // successor's deadline, so the lock is free when that tick comes.
+    let at_least_for = match hold_until {
+        Some(until) => spec.at_least_for.min(crate::clock::since(until, started)),
+        None => spec.at_least_for,
+    };
+    // A store's panic is contained here: this may run while the closure's own panic
+    // unwinds, where a second panic would abort the process.
+    let released = match crate::user::call(|| run_caught(|| spec.lock.release(lease, at_least_for)))
+    {
+        Ok(released) => released,
+        Err((payload, msg)) => {
+            drop_quietly(payload);
+            Err(LockError::Store(
+                format!("the lock's release panicked: {msg}").into(),
+            ))
+        }
+    };
+    match released {
+        Ok(true) => {}
+        Ok(false) => {
+            bump(counters, |c| &c.lock_overruns);
+            crate::user::traced(|| {
+                tracing::warn!(
+                    target: "schedpool",
+                    pool,
+                    id,
+                    task_name,
+                    lock = &*spec.name,
+                    token,
+                    ran_ms = millis(ran),
+                    at_most_for_ms = millis(spec.at_most_for),
+                    "a run outlasted its cluster lock's at_most_for; another node may have run the job meanwhile"
+                )
+            });
+        }
+        Err(error) => {
+            bump(counters, |c| &c.lock_failed);
+            if let Some(suppressed) = spec.warnings.admit() {
+                crate::user::traced(
+                    || tracing::warn!(target: "schedpool", pool, id, task_name, lock = &*spec.name, token, error = %error, suppressed, "the cluster lock could not be released; it runs out at at_most_for"),
+                );
             }
         }
     }

@@ -25,7 +25,7 @@ mod context;
 mod exclusive;
 mod span;
 
-pub(crate) use async_run::Async;
+pub(crate) use async_run::{Async, SendAsync};
 pub use context::TaskContext;
 pub(crate) use context::{Fallible, Guarded, WithContext};
 pub(crate) use exclusive::{

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use super::ScheduledThreadPoolExecutor;
-use crate::body::{Async, TaskContext, WithContext};
+use crate::body::{Async, SendAsync, TaskContext, WithContext};
 use crate::error::ScheduleError;
 use crate::future::ScheduledFuture;
 use crate::runtime::AsyncRuntime;
@@ -260,6 +260,48 @@ impl Named {
     {
         self.pool
             .once_after(delay, Async::new(runtime, task), self.name.clone())
+    }
+
+    /// As [`ScheduledThreadPoolExecutor::schedule_async_send`], named: a `Send` future,
+    /// whose run gives its worker back while it is pending.
+    ///
+    /// # Errors
+    /// As [`ScheduledThreadPoolExecutor::schedule`].
+    pub fn schedule_async_send<R, F, Fut>(
+        &self,
+        delay: Duration,
+        runtime: R,
+        task: F,
+    ) -> Result<ScheduledFuture<Fut::Output>, ScheduleError>
+    where
+        R: AsyncRuntime,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        let make = move |_: &TaskContext<'_>| task();
+        let body = SendAsync::<R, _, Fut>::new(runtime, make);
+        self.pool.once_after(delay, body, self.name.clone())
+    }
+
+    /// As [`ScheduledThreadPoolExecutor::schedule_async_with_context_send`], named.
+    ///
+    /// # Errors
+    /// As [`ScheduledThreadPoolExecutor::schedule`].
+    pub fn schedule_async_with_context_send<R, F, Fut>(
+        &self,
+        delay: Duration,
+        runtime: R,
+        task: F,
+    ) -> Result<ScheduledFuture<Fut::Output>, ScheduleError>
+    where
+        R: AsyncRuntime,
+        F: FnOnce(&TaskContext<'_>) -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        let body = SendAsync::<R, F, Fut>::new(runtime, task);
+        self.pool.once_after(delay, body, self.name.clone())
     }
 }
 

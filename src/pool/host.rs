@@ -148,7 +148,7 @@ impl Pool {
     /// `interrupt` (Java's `cancel(true)`), a running one-shot is cancelled too
     /// (`task/state.rs`); its run sees it through its context. Returns true if this call
     /// cancelled it.
-    pub(crate) fn cancel(&self, task: &dyn Task, interrupt: bool) -> bool {
+    pub(crate) fn cancel(self: &Arc<Self>, task: &dyn Task, interrupt: bool) -> bool {
         let header = task.header();
         let won = if interrupt {
             header.interrupt()
@@ -184,9 +184,23 @@ impl Pool {
         task.finish_cancelled();
         if !was_queued {
             // S1: the task may be running, asleep or awaiting; its own runs are woken.
-            self.sleepers.wake_task(sleepers::key(task));
+            let key = sleepers::key(task);
+            self.sleepers.wake_task(key);
+            if interrupt {
+                // An interrupt drops a suspended run's future at once, here if nobody
+                // polls it (`awaiting.rs`).
+                self.stop_claimed(self.sleepers.stop_runs(Some(key)));
+            }
         }
         true
+    }
+}
+
+impl Pool {
+    /// The pool as a suspended run keeps it (`task/suspended.rs`): its `Arc` in a small box of
+    /// its own (not a 128-byte `Stripe`: a pending run pays for this one).
+    pub(crate) fn owned(self: &Arc<Self>) -> Arc<dyn Host> {
+        Arc::new(Arc::clone(self))
     }
 }
 
@@ -233,6 +247,14 @@ impl<P: AsPool> Host for P {
         Pool::clock(self.pool())
     }
 
+    fn counters(&self) -> &crate::stats::Counters {
+        &self.pool().counters
+    }
+
+    fn async_permits(&self) -> &crate::task::AsyncPermits {
+        &self.pool().async_permits
+    }
+
     fn cancel(&self, task: &dyn Task, interrupt: bool) -> bool {
         Pool::cancel(self.pool(), task, interrupt)
     }
@@ -257,5 +279,9 @@ impl<P: AsPool> Host for P {
     fn run_here(&self, task: &TaskRef) {
         let report = task.run_now(&Pool::env_now(self.pool(), task), true);
         debug_assert!(report.next.is_none(), "a pending task runs once");
+    }
+
+    fn resume(&self, run: TaskRef) {
+        Pool::resume(self.pool(), run);
     }
 }

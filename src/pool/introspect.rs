@@ -6,7 +6,7 @@ use super::running::Running;
 use super::shared::Pool;
 use crate::clock::{Clock, Ticks};
 use crate::stats::{self, PoolStats, TaskInfo};
-use crate::task::{drop_quietly, state::State, TaskRef};
+use crate::task::{drop_quietly, state::State, Suspended, TaskRef};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -59,8 +59,15 @@ impl Pool {
                     queued = Some(e.task.clone());
                 }
             });
-            (queued, self.running.snapshot())
+            (queued, self.runs_in_progress())
         };
+        let (runs, copies) = runs;
+        drop_quietly(copies); // outside the locks (RN1)
+                              // A suspended run's entry stands for its task.
+        let queued = queued.map(|task| match Suspended::of(&task) {
+            Some(run) => run.task().clone(),
+            None => task,
+        });
         // Outside the locks: the copies may be the last references (I4, RN1).
         let found = queued.or_else(|| {
             runs.into_iter()
@@ -76,11 +83,19 @@ impl Pool {
     /// (`running.rs`).
     pub(crate) fn scheduled_tasks(&self) -> Vec<TaskInfo> {
         let mut queued: Vec<(Ticks, u64, TaskRef)> = Vec::new();
-        let runs = {
+        let (mut runs, copies) = {
             let all = self.queue.lock_all();
             all.for_each(|e| queued.push((e.deadline, e.seq(), e.task.clone())));
-            self.running.snapshot()
+            self.runs_in_progress()
         };
+        drop_quietly(copies); // outside the locks (RN1)
+                              // A woken suspended run's entry is its task's run in progress, not a queued task.
+        let (woken, tasks): (Vec<_>, Vec<_>) = queued
+            .into_iter()
+            .partition(|(_, _, task)| Suspended::of(task).is_some());
+        queued = tasks;
+        runs.extend(woken.iter().filter_map(|(_, _, run)| running_of(run)));
+        drop_quietly(woken);
         // Outside the shard locks: a trigger's description takes its own lock, and the
         // copies may be the last references (a task's drop runs user code, I4). The
         // order is the queue's, (deadline, seq), running tasks first among equal
@@ -101,6 +116,42 @@ impl Pool {
         drop_quietly(runs);
         infos
     }
+}
+
+impl Pool {
+    /// The runs in progress: the workers' slots, and the async runs off their worker
+    /// (`awaiting.rs`, AW1), each as its task's run. Read while the caller holds every
+    /// shard's lock: a run moves between a slot, the list and the queue only in a shard's
+    /// critical section or by joining the new place before it leaves the old one, so none
+    /// is missed (`running.rs`; a run seen twice is one row, `current_runs`).
+    /// The suspended runs come back too, to be dropped by the caller after unlocking
+    /// (RN1: copies are never dropped under a lock).
+    fn runs_in_progress(&self) -> (Vec<Running>, Vec<TaskRef>) {
+        let mut runs = self.running.snapshot();
+        let suspended = self.sleepers.suspended_runs();
+        let mut copies = Vec::new();
+        for run in &mut runs {
+            if let Some(of) = running_of(&run.task) {
+                // A worker polling a suspended run: its task's run.
+                copies.push(std::mem::replace(run, of).task);
+            }
+        }
+        runs.extend(suspended.iter().filter_map(running_of));
+        copies.extend(suspended);
+        (runs, copies)
+    }
+}
+
+/// The run in progress a suspended run (`task/suspended.rs`) is, or `None` for any other
+/// task.
+fn running_of(task: &TaskRef) -> Option<Running> {
+    let run = Suspended::of(task)?;
+    let (started, deadline) = run.facts();
+    Some(Running {
+        task: run.task().clone(),
+        started,
+        deadline,
+    })
 }
 
 /// The runs in progress that are a task's current row. RN1: a periodic task between its

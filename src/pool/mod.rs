@@ -87,6 +87,7 @@
 //! `handles` is `AcqRel` so the last handle's drop sees every earlier use. Statistics
 //! counters: `stats.rs`.
 
+mod awaiting;
 pub(crate) mod control;
 mod entry;
 mod host;

@@ -79,6 +79,8 @@ pub(crate) struct Pool {
     pub(super) late_log: Sampled<LateStart>,
     /// Runs asleep in `TaskContext::sleep` or awaiting in an async body (`sleepers.rs`).
     pub(crate) sleepers: Sleepers,
+    /// The bound on the async runs off their worker (`task/permits.rs`).
+    pub(crate) async_permits: crate::task::AsyncPermits,
     pub(super) reject_log: Sampled<Rejection>,
     /// The workers' runs in progress, for the task list (`running.rs`).
     pub(super) running: RunSlots,
@@ -133,6 +135,7 @@ impl Pool {
             #[cfg(feature = "metrics")]
             task_series: crate::telemetry::TaskSeries::new(config.max_task_series),
             sleepers: Sleepers::new(),
+            async_permits: crate::task::AsyncPermits::new(config.max_async_runs),
             config,
         });
         let listener: Weak<dyn AdvanceListener> =

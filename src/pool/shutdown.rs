@@ -9,7 +9,8 @@ use crate::sync::Ordering;
 use super::control::RunState;
 use super::entry::{All, Entry};
 use super::{Policy, Pool};
-use crate::task::{state::State, TaskRef};
+use crate::sync::Arc;
+use crate::task::{state::State, Suspended, TaskRef};
 
 impl Pool {
     /// Java `shutdown`: no new tasks; queued ones follow the run-after-shutdown policies.
@@ -110,9 +111,11 @@ impl Pool {
     }
 
     /// Stops the pool and hands back the queued tasks not yet cancelled, in deadline order.
-    pub(crate) fn shutdown_now(&self) -> Vec<TaskRef> {
+    pub(crate) fn shutdown_now(self: &Arc<Self>) -> Vec<TaskRef> {
         let before = self.control.shut_down(RunState::Stop); // E2: before the pass
         self.sleepers.wake(); // S1: running tasks asleep in `TaskContext::sleep` or awaiting stop
+                              // Suspended runs nobody polls end here, their futures dropped (`awaiting.rs`).
+        self.stop_claimed(self.sleepers.stop_runs(None));
         let entries = self
             .queue
             .lock_all()
@@ -123,14 +126,23 @@ impl Pool {
                 || tracing::info!(target: "schedpool", pool = self.name(), "executor shut down (shutdown_now)"),
             );
         }
-        // The handed-out tasks are the caller's to run or drop, not the pool's work.
-        self.flush_logs();
-        self.finisher_done();
-        entries
+        // Woken suspended runs in the queue are the pool's: they end here too (AW2 in
+        // `awaiting.rs`). The other tasks are the caller's to run or drop.
+        let (suspended, tasks): (Vec<TaskRef>, Vec<TaskRef>) = entries
             .into_iter()
             .map(|e| e.task)
-            .filter(|task| task.header().state() == State::Scheduled)
-            .collect()
+            .partition(|task| task.as_any().is::<Suspended>());
+        for run in suspended {
+            if Suspended::take_queued(&run) {
+                self.poll_off_worker(run);
+            }
+        }
+        self.flush_logs();
+        self.finisher_done();
+        let pending = tasks
+            .into_iter()
+            .filter(|t| t.header().state() == State::Scheduled);
+        pending.collect()
     }
 
     pub(crate) fn purge(&self) -> usize {

@@ -26,7 +26,7 @@ use crate::config::Hook;
 use crate::queue::Take;
 use crate::stats;
 use crate::sync::Arc;
-use crate::task::{drop_quietly, RunEnv, RunReport, TaskRef};
+use crate::task::{drop_quietly, Host, Polled, Resumed, RunEnv, RunReport, TaskRef};
 
 thread_local! {
     /// The address of the `Pool` this thread works for; 0 on other threads.
@@ -74,13 +74,19 @@ pub(crate) fn run(pool: Arc<Pool>, index: usize) {
         guard.pool.name(),
     );
     let mut requeue = None;
+    let mut finished = 0;
+    // What this worker's suspended runs keep of the pool (`awaiting.rs`): made once.
+    let host = guard.pool.owned();
     loop {
-        let finished = guard.active;
         guard.active = false;
-        match guard.pool.next_task(finished, requeue.take(), &guard.slot) {
+        match guard
+            .pool
+            .next_task(std::mem::take(&mut finished), requeue.take(), &guard.slot)
+        {
             Some((entry, now)) => {
                 guard.active = true;
-                requeue = run_task(&guard.pool, index, &guard.slot, entry, now);
+                let after = run_task(&guard.pool, (index, &host), &guard.slot, entry, now);
+                (requeue, finished) = (after.requeue, after.finished);
             }
             None => {
                 guard.released = true;
@@ -99,28 +105,98 @@ pub(crate) fn run(pool: Arc<Pool>, index: usize) {
     CURRENT_POOL.with(|p| p.set(0));
 }
 
+/// What `next_task` does after a run: re-queue a periodic task, and finish takes (Q4).
+struct AfterRun {
+    /// A periodic task's next run, which `next_task` re-queues into the task's home shard
+    /// (one critical section of its own) before it takes the next task.
+    requeue: Option<(TaskRef, clock::Ticks)>,
+    /// Takes to finish: this one (1), none if its run went on without the worker, or also
+    /// the take of a suspended run that ended in this poll (AW1 in `awaiting.rs`).
+    finished: usize,
+}
+
 /// Runs one task taken from the queue at `now` by worker `index` (WK2), and records its
 /// lateness (start − deadline). The run is in the worker's `slot` from its take until
-/// `next_task` has re-queued a periodic task (RN1 in `running.rs`). Returns a periodic
-/// task's next run, which `next_task` re-queues into the task's home shard (one critical
-/// section of its own) before it takes the next task.
+/// `next_task` has re-queued a periodic task (RN1 in `running.rs`).
 fn run_task(
     pool: &Arc<Pool>,
-    index: usize,
+    (index, host): (usize, &Arc<dyn Host>),
     slot: &RunSlot,
     entry: Entry,
     now: clock::Ticks,
-) -> Option<(TaskRef, clock::Ticks)> {
+) -> AfterRun {
     let Entry { deadline, task, .. } = entry;
     let lateness = clock::since(now, deadline);
-    let report = run_in_span(pool, index, &task, now, lateness);
+    let mut report = run_in_span(pool, index, &task, now, lateness);
+    let mut finished = 1;
+    let (task, deadline, started, lateness) =
+        if report.pending.is_none() && report.resumed.is_none() {
+            (task, deadline, now, lateness)
+        } else {
+            let run = (task, deadline, now);
+            let Some((ended, takes)) = async_run_end(pool, host, slot, run, &mut report) else {
+                // The run goes on without this worker (AW1: its take stays counted).
+                return AfterRun {
+                    requeue: None,
+                    finished: 0,
+                };
+            };
+            finished = takes;
+            let lateness = clock::since(ended.started, ended.deadline);
+            (ended.task, ended.deadline, ended.started, lateness)
+        };
     probe!(Take);
-    account(pool, index, &task, &report, now, deadline, lateness);
+    account(pool, index, &task, &report, started, deadline, lateness);
     match report.next {
-        Some(next) => Some((task, next)), // leaves the slot after its re-queue
+        Some(next) => AfterRun {
+            requeue: Some((task, next)), // leaves the slot after its re-queue
+            finished,
+        },
         None => {
             drop_quietly(slot.leave()); // RN1: before the worker's own reference
             drop_quietly(task); // may drop the task and an unclaimed output (WK2)
+            AfterRun {
+                requeue: None,
+                finished,
+            }
+        }
+    }
+}
+
+/// An async run that gave its worker back (`report.pending`: it is moved into a suspended
+/// run and polled once, `awaiting.rs`), or a suspended run's poll that ended its run
+/// (`report.resumed`): the run that ended here, with the takes to finish (1: its own take
+/// was this one; 2: its take, and this poll's), or `None` if the worker's own run went on
+/// without it (its slot left).
+#[cold]
+fn async_run_end(
+    pool: &Arc<Pool>,
+    host: &Arc<dyn Host>,
+    slot: &RunSlot,
+    (task, deadline, now): (TaskRef, clock::Ticks, clock::Ticks),
+    report: &mut RunReport,
+) -> Option<(Resumed, usize)> {
+    let Some(pending) = report.pending.take() else {
+        let resumed = report.resumed.take().expect("a suspended run's end");
+        pool.run_left(&task); // AW1; the worker's slot shows the run until its re-queue
+        drop_quietly(task);
+        return Some((resumed, 2));
+    };
+    let env = RunEnv {
+        now,
+        clock: pool.clock(),
+        counters: Some(&pool.counters),
+        task: None,
+        pool: Some(pool),
+        on_worker: true,
+    };
+    match pool.suspend(task, pending, (deadline, now), host, &env) {
+        Polled::Ended(ended) => {
+            *report = ended;
+            report.resumed.take().map(|r| (r, 1)) // its take was this one
+        }
+        Polled::Pending => {
+            drop_quietly(slot.leave()); // AW1: listed before this
             None
         }
     }
@@ -200,7 +276,7 @@ fn run_in_span(
 /// lateness, and the counters of a late start, a pause and a skip; the pool's events about
 /// the run, if any, are [`run_events`]'s.
 #[inline]
-fn account(
+pub(super) fn account(
     pool: &Arc<Pool>,
     index: usize,
     task: &TaskRef,
@@ -387,13 +463,14 @@ impl Pool {
     }
 
     /// The worker's next task (Java: `getTask`), with the worker's bookkeeping: `finished`
-    /// says the caller just ran a task, `requeue` carries a periodic task's next run
+    /// counts the takes the caller's run finished (Q4: its own, none if its run went on
+    /// without it, two if it ended a suspended run: AW1 in `awaiting.rs`), `requeue` carries a periodic task's next run
     /// (re-queued into its home shard first, and only then taken out of the worker's
     /// `slot`: RN1 in `running.rs`). Returns `None` when the worker must exit, having
     /// released its reservation under every shard's lock (E1).
     pub(crate) fn next_task(
         &self,
-        finished: bool,
+        finished: usize,
         requeue: Option<(TaskRef, Ticks)>,
         slot: &RunSlot,
     ) -> Option<(Entry, Ticks)> {
@@ -412,7 +489,7 @@ impl Pool {
                 Requeued::Dropped(task) => drop_quietly(task),
             }
         }
-        if finished {
+        for _ in 0..finished {
             self.queue.finished(); // Q4; wakes `wait_idle` if the pool went idle
         }
         let mut timed_out = false;

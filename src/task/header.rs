@@ -120,6 +120,19 @@ impl Header {
         }
     }
 
+    /// The header of `task`'s suspended run (`suspended.rs`): its queue entry, with the
+    /// task's number and home shard, so that its polls are the task's in spans and its
+    /// entry stays in the task's shard.
+    pub(crate) fn suspended(task: &Header) -> Self {
+        let id = task.id();
+        Header {
+            home: AtomicU8::new(task.home.load(Ordering::Relaxed) & NO_HOME),
+            id_hi: (id >> 32) as u16,
+            id_lo: id as u32,
+            ..Header::new(false, task.deadline())
+        }
+    }
+
     /// The task's number for logs, spans and `Debug`: unique in the process ([`next_id`]),
     /// counted from 1, fixed for the task's life (a periodic task keeps it across runs).
     #[inline]

@@ -71,10 +71,12 @@ mod header;
 mod next;
 mod once;
 mod periodic;
+mod permits;
 mod raw;
 mod run;
 pub(crate) mod sleepers;
 pub(crate) mod state;
+mod suspended;
 mod waiting;
 
 #[cfg(all(test, loom))]
@@ -88,12 +90,14 @@ pub(crate) use header::{Header, NO_DEADLINE};
 pub(crate) use next::{Extra, PeriodicControl};
 pub(crate) use once::OnceTask;
 pub(crate) use periodic::PeriodicTask;
+pub(crate) use permits::{AsyncPermits, Permit};
 pub(crate) use raw::{TaskRef, TypedRef};
 use run::count_run;
 pub(crate) use run::{
-    Declined, Host, Label, OnceBody, PeriodicBody, Plain, Ran, RunCx, RunEnv, RunReport, Step,
-    TaskName,
+    Declined, Host, Label, OnceBody, OnceResume, Pending, PeriodicBody, Plain, Ran, Resumed, RunCx,
+    RunEnv, RunReport, Step, TaskName,
 };
+pub(crate) use suspended::{Polled, Suspended};
 
 /// A task as the queue and the workers see it.
 pub(crate) trait Task: Send + Sync {
@@ -105,6 +109,15 @@ pub(crate) trait Task: Send + Sync {
     fn header_mut(&mut self) -> &mut Header
     where
         Self: Sized;
+
+    /// The task as `Any`, for a continuation that knows its task's type (`suspended.rs`:
+    /// a run resumed by another thread reaches its task through its `TaskRef`).
+    fn as_any(&self) -> &dyn std::any::Any;
+
+    /// A waker of the task was woken ([`TaskRef::with_waker`]; `me` is the waker's
+    /// reference): a suspended run queues itself (`suspended.rs`). Nothing for any other
+    /// task, which makes no wakers.
+    fn wake(&self, _me: &TaskRef) {}
 
     /// What a periodic task's handles control (`next.rs`): where it goes at its next
     /// re-queue (T4) and its pause switch; `None` for a one-shot, which is never re-queued

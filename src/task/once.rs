@@ -7,13 +7,15 @@
 //! dropped at an interrupt or at `shutdown_now`, [`Ran::Stopped`]) ends the task
 //! CANCELLED if the interrupt has not already. T1–T3 are stated in `task/mod.rs`.
 
-use std::task::{Context, Poll};
+use std::marker::PhantomData;
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use super::raw::{OnceCore, Started};
+use super::raw::{OnceCore, Started, StartedRun};
+use super::run::{Pending, Resume};
 use super::{
-    count_run, drop_quietly, waiting, Header, Label, OnceBody, Outcome, Ran, RunCx, RunEnv,
-    RunReport, Task, TypedTask,
+    count_run, drop_quietly, waiting, Header, Label, OnceBody, OnceResume, Outcome, Ran, RunCx,
+    RunEnv, RunReport, Task, TypedTask,
 };
 use crate::clock::Ticks;
 use crate::error::{run_caught, TaskError};
@@ -68,20 +70,50 @@ where
 
     /// The run after a successful start, with the closure it took.
     fn run_started(&self, env: &RunEnv<'_>, f: F, run: Started<'_, F, T>) -> RunReport {
+        let cx = self.cx(env);
+        match run_caught(|| f.call(&cx)) {
+            Ok(Ran::Pending(body)) => {
+                // The run goes on without this thread (`suspended.rs`), with its proof.
+                let run = OnceRun::<F, T, N> {
+                    body,
+                    run: Some(run.detach()),
+                    types: PhantomData,
+                };
+                RunReport {
+                    pending: Some(Pending(Box::new(run))),
+                    ..RunReport::NOT_RUN
+                }
+            }
+            outcome => self.end_run(env, run, outcome),
+        }
+    }
+
+    /// The context of the run.
+    fn cx<'a>(&'a self, env: &'a RunEnv<'a>) -> RunCx<'a> {
         let header = self.core.header();
-        let cx = RunCx {
+        RunCx {
             env,
             header,
             deadline: header.deadline(),
             runs: 1,
             task_name: self.name.get(),
             lease: None,
-        };
-        let outcome = run_caught(|| f.call(&cx));
+        }
+    }
+
+    /// The end of the run, with what its body did (here, or on the thread that resumed
+    /// it: `OnceRun`).
+    fn end_run(
+        &self,
+        env: &RunEnv<'_>,
+        run: Started<'_, F, T>,
+        outcome: Result<Ran<T>, crate::error::Caught>,
+    ) -> RunReport {
         count_run(env.counters, outcome.is_err());
         let (stored, panic) = match outcome {
             Ok(Ran::Output(value)) => (Ok(value), None),
             Ok(Ran::Stopped) => (Err(None), None),
+            Ok(Ran::Pending(_)) => unreachable!("a body's end is never pending"),
             Err((payload, msg)) => (Err(Some(payload)), Some(msg)),
         };
         // T2: the exchange fails only if an interrupt cancelled the run meanwhile; the
@@ -97,11 +129,43 @@ where
         }
         RunReport {
             ran: true,
-            skipped: false,
-            paused: false,
             panic,
-            next: None,
+            ..RunReport::NOT_RUN
         }
+    }
+}
+
+/// The continuation of a one-shot's run whose future is pending (`suspended.rs`): the
+/// body's run and the proof of the run's start (`raw/slot.rs`, R4), for the thread that
+/// resumes it.
+struct OnceRun<F, T, N> {
+    body: Box<dyn OnceResume<T>>,
+    /// `None` once the run ended.
+    run: Option<StartedRun>,
+    types: PhantomData<fn() -> (F, N)>,
+}
+
+impl<F, T, N> Resume for OnceRun<F, T, N>
+where
+    F: OnceBody<T>,
+    T: Send + 'static,
+    N: Label,
+{
+    fn resume(&mut self, env: &RunEnv<'_>, waker: &Waker) -> Poll<RunReport> {
+        let task: &OnceTask<F, T, N> = env
+            .task
+            .and_then(|t| t.as_any().downcast_ref())
+            .expect("a run resumes in its task's environment");
+        let cx = task.cx(env);
+        let outcome = match run_caught(|| self.body.resume(&cx, waker)) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(ran)) => Ok(ran),
+            Err(caught) => Err(caught),
+        };
+        let run = task
+            .core
+            .reattach(self.run.take().expect("not resumed after its end"));
+        Poll::Ready(task.end_run(env, run, outcome))
     }
 }
 
@@ -121,6 +185,10 @@ where
 
     fn name(&self) -> Option<&str> {
         self.name.get()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn timer(&self) -> Option<&crate::telemetry::TaskTimer> {

@@ -20,6 +20,9 @@ use crate::stats::LastRun;
 use crate::sync::{Arc, Mutex, Ordering, StatByte, StatCounter};
 use crate::telemetry::TaskTimer;
 use std::ops::ControlFlow;
+use std::task::{Poll, Waker};
+
+use super::run::{Pending, Resume};
 
 /// The closure of a periodic task, in the stage while the task is not running (T3).
 struct Body<F> {
@@ -75,6 +78,49 @@ enum AfterRun {
     Cancelled,
     /// RUNNING -> SCHEDULED at this deadline, unless a cancel came during the run.
     Requeue(Ticks),
+    /// The body's future is pending: the run goes on without this thread (still RUNNING),
+    /// and [`PeriodicRun`] applies its end.
+    Suspended,
+}
+
+/// The continuation of a periodic run whose future is pending (`suspended.rs`): the body,
+/// out of the stage for the run (T3), and the run's facts; its end is applied as a run's
+/// that ended on its worker.
+struct PeriodicRun<F> {
+    /// `None` once the run ended.
+    body: Option<Body<F>>,
+    scheduled: Ticks,
+    then_cancel: bool,
+}
+
+impl<F: PeriodicBody> Resume for PeriodicRun<F> {
+    fn resume(&mut self, env: &RunEnv<'_>, waker: &Waker) -> Poll<RunReport> {
+        let task: &PeriodicTask<F> = env
+            .task
+            .and_then(|t| t.as_any().downcast_ref())
+            .expect("a run resumes in its task's environment");
+        let body = self.body.as_mut().expect("not resumed after its end");
+        let cx = task.cx(env, self.scheduled);
+        let outcome = match run_caught(|| body.f.resume(&cx, waker)) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(step)) => Ok(step),
+            Err(caught) => Err(caught),
+        };
+        let mut report = RunReport::NOT_RUN;
+        let after = match task.after_call(
+            env,
+            self.then_cancel,
+            self.scheduled,
+            body,
+            &mut report,
+            outcome,
+        ) {
+            ControlFlow::Continue(times) => task.by_rule(env, times, &mut report),
+            ControlFlow::Break(after) => after,
+        };
+        let body = self.body.take().expect("taken once");
+        Poll::Ready(task.end_run(after, self.scheduled, body, report, self.then_cancel))
+    }
 }
 
 /// A periodic task (Java: `ScheduledFutureTask` with `period != 0`, run with `runAndReset`).
@@ -178,7 +224,21 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         };
         let scheduled = self.header.deadline();
         let mut report = RunReport::NOT_RUN;
-        match self.decide(env, then_cancel, scheduled, &mut body, &mut report) {
+        let after = self.decide(env, then_cancel, scheduled, &mut body, &mut report);
+        self.end_run(after, scheduled, body, report, then_cancel)
+    }
+
+    /// Applies what a run decided (one `match`): the task ends, is re-queued, or its run
+    /// goes on without this thread, its future pending (`suspended.rs`).
+    fn end_run(
+        &self,
+        after: AfterRun,
+        scheduled: Ticks,
+        mut body: Body<F>,
+        report: RunReport,
+        then_cancel: bool,
+    ) -> RunReport {
+        match after {
             AfterRun::Done => {
                 let out = body.f.output();
                 self.finish(End::Done, Ok(out), body);
@@ -188,6 +248,17 @@ impl<F: PeriodicBody> PeriodicTask<F> {
             }
             AfterRun::Cancelled => self.finish(End::Cancelled, Err(TaskError::Cancelled), body),
             AfterRun::Requeue(next) => return self.requeue_at(next, scheduled, body, report),
+            AfterRun::Suspended => {
+                let run = PeriodicRun {
+                    body: Some(body),
+                    scheduled,
+                    then_cancel,
+                };
+                return RunReport {
+                    pending: Some(Pending(Box::new(run))),
+                    ..RunReport::NOT_RUN
+                };
+            }
         }
         report
     }
@@ -235,6 +306,11 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                 }
             }
         };
+        self.by_rule(env, times, report)
+    }
+
+    /// What the rule says after a run (or a skip) with these times.
+    fn by_rule(&self, env: &RunEnv<'_>, times: RunTimes, report: &mut RunReport) -> AfterRun {
         match self.schedule.next(times, env.clock) {
             Err((payload, msg)) => {
                 if let Some(c) = env.counters {
@@ -259,15 +335,38 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         body: &mut Body<F>,
         report: &mut RunReport,
     ) -> ControlFlow<AfterRun, RunTimes> {
-        let cx = RunCx {
+        let cx = self.cx(env, scheduled);
+        let outcome = run_caught(|| body.f.call(&cx));
+        if let Ok(Step::Pending) = outcome {
+            return ControlFlow::Break(AfterRun::Suspended); // the run goes on (`suspended.rs`)
+        }
+        self.after_call(env, then_cancel, scheduled, body, report, outcome)
+    }
+
+    /// The context of a run due at `scheduled` (this run counted).
+    fn cx<'a>(&'a self, env: &'a RunEnv<'a>, scheduled: Ticks) -> RunCx<'a> {
+        RunCx {
             env,
             header: &self.header,
             deadline: scheduled,
             runs: self.log.runs() + 1,
             task_name: self.name.as_deref(),
             lease: None,
-        };
-        let outcome = run_caught(|| body.f.call(&cx));
+        }
+    }
+
+    /// What the run decided once its body ended (on this thread, or on the thread that
+    /// resumed it: `PeriodicRun`): as [`call`](Self::call).
+    fn after_call(
+        &self,
+        env: &RunEnv<'_>,
+        then_cancel: bool,
+        scheduled: Ticks,
+        body: &mut Body<F>,
+        report: &mut RunReport,
+        outcome: Result<Step, crate::error::Caught>,
+    ) -> ControlFlow<AfterRun, RunTimes> {
+        debug_assert!(!matches!(outcome, Ok(Step::Pending)), "a run that ended");
         let times = |runs, panicked| self.times(env, scheduled, runs, panicked);
         if let Ok(Step::Skip(why)) = outcome {
             // The closure declined the run (its cluster lock is held elsewhere or
@@ -385,6 +484,10 @@ impl<F: PeriodicBody> Task for PeriodicTask<F> {
 
     fn periodic(&self) -> Option<&PeriodicControl> {
         Some(&self.control)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn name(&self) -> Option<&str> {

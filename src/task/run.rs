@@ -4,16 +4,27 @@
 //! that takes nothing; what else wraps a closure is in `body/`), a task's name
 //! ([`Label`]), and what a run reports ([`RunReport`]).
 
+use std::fmt;
+use std::task::{Poll, Waker};
+
 use crate::clock::{Clock, Ticks};
 use crate::stats::Counters;
 use crate::sync::Arc;
 use crate::telemetry::TaskTimer;
 
+use super::permits::AsyncPermits;
 use super::{sleepers, Header, Task, TaskRef};
 
 /// What a worker learns from one run.
 #[derive(Debug)]
 pub(crate) struct RunReport {
+    /// The run's future is pending (an async body that gives its worker back): the run
+    /// goes on without this thread, in a suspended run made from this continuation
+    /// (`suspended.rs`); the rest of the report is empty.
+    pub(crate) pending: Option<Pending>,
+    /// This was a suspended run's poll (its queue entry, `suspended.rs`), and its run
+    /// ended: that run's task and facts; the rest of the report is that run's.
+    pub(crate) resumed: Option<Resumed>,
     /// The closure ran (false: the task was cancelled before it could start, or skipped).
     pub(crate) ran: bool,
     /// The run was skipped for `max_lateness`.
@@ -27,13 +38,44 @@ pub(crate) struct RunReport {
 }
 
 impl RunReport {
-    pub(super) const NOT_RUN: RunReport = RunReport {
+    pub(crate) const NOT_RUN: RunReport = RunReport {
+        pending: None,
+        resumed: None,
         ran: false,
         skipped: false,
         paused: false,
         panic: None,
         next: None,
     };
+}
+
+/// The continuation of a run whose body's future is pending ([`RunReport::pending`]):
+/// polled by whoever resumes the run (`suspended.rs`), in that thread's environment
+/// (`env.task` is the run's task, `env.now` the run's start). `Ready` carries the report
+/// of the run's end, applied to its task as a run's end is (the task re-queued, or its
+/// future completed).
+pub(crate) trait Resume: Send {
+    fn resume(&mut self, env: &RunEnv<'_>, waker: &Waker) -> Poll<RunReport>;
+}
+
+/// A [`Resume`] in a report.
+pub(crate) struct Pending(pub(crate) Box<dyn Resume>);
+
+impl fmt::Debug for Pending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Pending")
+    }
+}
+
+/// The facts of a suspended run that ended ([`RunReport::resumed`]).
+#[derive(Debug)]
+pub(crate) struct Resumed {
+    /// The run's task (the reference the run's worker took from the queue).
+    pub(crate) task: TaskRef,
+    /// The deadline the run was taken for.
+    pub(crate) deadline: Ticks,
+    /// When the run started (its take).
+    pub(crate) started: Ticks,
 }
 
 /// What a run gets from whoever runs it.
@@ -74,6 +116,8 @@ pub(crate) trait Host: Send + Sync {
     fn handle_host(&self) -> Arc<dyn Host>;
     /// The pool's clock.
     fn clock(&self) -> &Clock;
+    /// The pool's counters (a lease's keep-alive thread counts its extensions there).
+    fn counters(&self) -> &Counters;
     /// Cancels `task` (`ScheduledFuture::cancel`); with `interrupt`, a running one-shot
     /// too (`ScheduledFuture::interrupt`). `true` if this call cancelled it.
     fn cancel(&self, task: &dyn Task, interrupt: bool) -> bool;
@@ -90,6 +134,12 @@ pub(crate) trait Host: Send + Sync {
     fn run_now(&self, task: &dyn Task) -> bool;
     /// Runs `task` once on this thread and then ends it (`PendingTask::run`).
     fn run_here(&self, task: &TaskRef);
+    /// The pool's bound on the async runs off their worker (`permits.rs`).
+    fn async_permits(&self) -> &AsyncPermits;
+    /// Queues a woken suspended run, which the caller owns (QUEUED), for a worker to poll;
+    /// after `shutdown_now` has begun, polls it to its end on this thread instead (its
+    /// future is dropped there, `pool/awaiting.rs`).
+    fn resume(&self, run: TaskRef);
 }
 
 /// What a task's closure is called with: the environment, and this run's facts.
@@ -114,7 +164,6 @@ pub(crate) trait OnceBody<T>: Send + 'static {
 }
 
 /// How a one-shot's body ended, short of a panic.
-#[derive(Debug)]
 pub(crate) enum Ran<T> {
     /// It returned its output.
     Output(T),
@@ -122,6 +171,25 @@ pub(crate) enum Ran<T> {
     /// interrupt or at `shutdown_now` (`body/async_run.rs`). The task ends CANCELLED
     /// (`finish(Cancelled)`, if the interrupt has not ended it already).
     Stopped,
+    /// Its future is pending and the run gives its worker back: the run goes on in this
+    /// body run (an async body on a pool that polls it, `body/async_run.rs`).
+    Pending(Box<dyn OnceResume<T>>),
+}
+
+impl<T> fmt::Debug for Ran<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Ran::Output(_) => "Output",
+            Ran::Stopped => "Stopped",
+            Ran::Pending(_) => "Pending",
+        })
+    }
+}
+
+/// A one-shot body's run whose future is pending ([`Ran::Pending`]), polled again by
+/// whoever resumes the run; never `Ready(Ran::Pending)`.
+pub(crate) trait OnceResume<T>: Send {
+    fn resume(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Ran<T>>;
 }
 
 /// A periodic task's closure as its task calls it; it says what comes next.
@@ -134,6 +202,20 @@ pub(crate) trait PeriodicBody: Send + 'static {
 
     /// The output, once the task ends by itself.
     fn output(&mut self) -> Self::Output;
+
+    /// `true` if this run's [`call`](Self::call) returns [`Step::Pending`] and does its
+    /// work in [`resume`](Self::resume): an async body whose run gives its worker back
+    /// (what surrounds it, a cluster lock, is then kept across the run's polls).
+    fn runs_off_worker(&self, _cx: &RunCx<'_>) -> bool {
+        false
+    }
+
+    /// Polls the run again after [`call`](Self::call) returned [`Step::Pending`], with the
+    /// run's context and the waker of the run's next poll; never `Ready(Step::Pending)`.
+    /// Only a body whose `call` can return `Pending` is resumed.
+    fn resume(&mut self, _cx: &RunCx<'_>, _waker: &Waker) -> Poll<Step> {
+        unreachable!("only a body whose call returned Step::Pending is resumed")
+    }
 
     /// `true` if the last call failed (a fallible closure's error).
     fn last_failed(&self) -> bool {
@@ -164,6 +246,9 @@ pub(crate) enum Step {
     /// interrupt or at `shutdown_now` (`body/async_run.rs`). Counted as a run; the task
     /// ends CANCELLED, whatever `max_runs` or the rule would say.
     Stopped,
+    /// The run's future is pending and the run gives its worker back: the body keeps its
+    /// state, and [`PeriodicBody::resume`] polls it again (`body/async_run.rs`).
+    Pending,
 }
 
 /// Why a closure declined a run ([`Step::Skip`]), as `TaskInfo::last_run` reports it.

@@ -56,6 +56,7 @@
 
 use std::task::Waker;
 
+use super::{Suspended, TaskRef};
 use crate::sync::{fence, thread, Arc, AtomicUsize, Mutex, Ordering};
 use crate::user;
 
@@ -75,12 +76,17 @@ pub(crate) struct Sleepers {
     listed: Mutex<Listed>,
 }
 
-/// Who waits, each under its task's key: threads in `TaskContext::sleep`, and async runs'
-/// slots.
+/// Who waits, each under its task's key: threads in `TaskContext::sleep`, async runs'
+/// slots, and suspended runs (`suspended.rs`: an async run off its worker).
 #[derive(Debug, Default)]
 struct Listed {
     threads: Vec<(usize, thread::Thread)>,
     futures: Vec<(usize, Arc<WakerSlot>)>,
+    /// A slab: each run knows its place (`Suspended::place`), so one leaves in O(1) however
+    /// many are listed.
+    runs: Vec<Option<(usize, TaskRef)>>,
+    /// The free places in `runs`.
+    free: Vec<usize>,
 }
 
 impl Sleepers {
@@ -133,6 +139,77 @@ impl Sleepers {
             Some(awaiting) => awaiting.set(waker),               // S2
         }
         stop()
+    }
+
+    /// Lists a suspended run of the task with key `key` (`suspended.rs`), from before its
+    /// first poll until it ends ([`leave_run`](Self::leave_run)): a stop finds it here
+    /// ([`stop_runs`](Self::stop_runs)). The first poll checks for a stop after this (S1).
+    pub(crate) fn join_run(&self, key: usize, run: TaskRef) {
+        {
+            let mut listed = self.listed.lock();
+            let place = match listed.free.pop() {
+                Some(place) => place,
+                None => {
+                    listed.runs.push(None);
+                    listed.runs.len() - 1
+                }
+            };
+            Suspended::set_place(&run, place); // under the list's lock: `leave_run` reads it
+            listed.runs[place] = Some((key, run));
+        }
+        self.counted();
+    }
+
+    /// A suspended run ended: it leaves the list. Its reference comes back, to be dropped
+    /// by the caller after its own use (never the last one here: the caller holds one).
+    #[must_use]
+    pub(crate) fn leave_run(&self, run: &TaskRef) -> Option<TaskRef> {
+        let left = {
+            let mut listed = self.listed.lock();
+            let place = Suspended::place(run);
+            let here = listed.runs.get(place).and_then(Option::as_ref);
+            if here.is_some_and(|(_, r)| std::ptr::eq(r.header(), run.header())) {
+                listed.free.push(place);
+                listed.runs[place].take().map(|(_, r)| r)
+            } else {
+                None
+            }
+        };
+        if left.is_some() {
+            self.uncounted();
+        }
+        left
+    }
+
+    /// The suspended runs a stop must end (S1): after its change, those of the task with
+    /// key `key` (an interrupt), or all (`key` `None`: `shutdown_now`). Each that was idle
+    /// is claimed and returned, for the caller to poll to its end (its future dropped);
+    /// each being polled is notified, and its poller sees the stop (`suspended.rs`).
+    pub(crate) fn stop_runs(&self, key: Option<usize>) -> Vec<TaskRef> {
+        // S1: after the stop's change.
+        fence(Ordering::SeqCst);
+        // Relaxed: the fence orders it (S1).
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
+        }
+        let runs: Vec<TaskRef> = {
+            let listed = self.listed.lock();
+            let all = listed.runs.iter().flatten();
+            let concerned = all.filter(|(k, _)| key.is_none_or(|key| key == *k));
+            concerned.map(|(_, run)| run.clone()).collect()
+        };
+        runs.into_iter().filter(Suspended::claim).collect()
+    }
+
+    /// The suspended runs listed now (a snapshot of the task list: `pool/introspect.rs`).
+    pub(crate) fn suspended_runs(&self) -> Vec<TaskRef> {
+        let listed = self.listed.lock();
+        listed
+            .runs
+            .iter()
+            .flatten()
+            .map(|(_, run)| run.clone())
+            .collect()
     }
 
     /// One more listed, then the fence (S1).

@@ -61,7 +61,7 @@ mod slot;
 
 pub(in crate::task) use ptr::UNBOXED;
 pub(crate) use ptr::{TaskRef, TypedRef, VTable};
-pub(crate) use slot::{OnceCore, Started};
+pub(crate) use slot::{OnceCore, Started, StartedRun};
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -3,8 +3,10 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use crate::task::{Header, Outcome, Task, TypedTask};
 
@@ -179,6 +181,85 @@ impl std::ops::Deref for TaskRef {
         // * the result borrows from `self`, so it cannot outlive the reference.
         unsafe { (header.vtable.job)(self.ptr).as_ref() }
     }
+}
+
+/// The vtable of a task's [`Waker`]s: a waker is a counted reference to its task (R3), and
+/// waking it calls [`Task::wake`] with that reference (a suspended run queues itself,
+/// `task/suspended.rs`). tokio's `runtime/task/waker.rs` has the same shape.
+static WAKER: RawWakerVTable =
+    RawWakerVTable::new(waker_clone, waker_wake, waker_wake_by_ref, waker_drop);
+
+impl TaskRef {
+    /// Calls `f` with a waker of this task lent without a count of its own: the waker lives
+    /// only within `f`, while `self` keeps the task alive, and a clone of it (a runtime
+    /// keeping it for later) takes one, as a `TaskRef` clone does.
+    pub(crate) fn with_waker<R>(&self, f: impl FnOnce(&Waker) -> R) -> R {
+        let raw = RawWaker::new(self.ptr.as_ptr().cast_const().cast(), &WAKER);
+        // SAFETY:
+        // * `raw`'s data is this task's header (R1) and its vtable `WAKER`, whose functions
+        //   treat the data as a `TaskRef`: its contract holds;
+        // * `ManuallyDrop`: this waker owns no count and is never dropped, so the count
+        //   stays the number of live references (R3); it does not outlive `self`, which
+        //   keeps the task alive while `f` runs.
+        let waker = ManuallyDrop::new(unsafe { Waker::from_raw(raw) });
+        f(&waker)
+    }
+
+    /// The reference a waker's data holds.
+    ///
+    /// # Safety
+    /// `data` was made from a `TaskRef`'s pointer (`with_waker`, `waker_clone`), and the
+    /// caller owns the count it stands for, or keeps the result from being dropped.
+    unsafe fn from_waker_data(data: *const ()) -> TaskRef {
+        // SAFETY:
+        // * a task's header pointer, never null (R1; the caller's contract).
+        let ptr = unsafe { NonNull::new_unchecked(data.cast_mut().cast()) };
+        TaskRef { ptr }
+    }
+}
+
+/// A waker's clone: a new counted reference.
+///
+/// # Safety
+/// `data` is a waker's data of `WAKER` (a task's header), alive while the waker exists.
+unsafe fn waker_clone(data: *const ()) -> RawWaker {
+    // SAFETY:
+    // * the contract above; `ManuallyDrop`: the borrowed waker's count is not given back.
+    let task = ManuallyDrop::new(unsafe { TaskRef::from_waker_data(data) });
+    let copy = ManuallyDrop::new(TaskRef::clone(&task)); // R3: one more, the new waker's
+    RawWaker::new(copy.ptr.as_ptr().cast_const().cast(), &WAKER)
+}
+
+/// Wakes the task and gives the waker's count back.
+///
+/// # Safety
+/// `data` is an owned waker's data of `WAKER`: its count is the caller's to give back.
+unsafe fn waker_wake(data: *const ()) {
+    // SAFETY:
+    // * the waker's count becomes this reference's, given back when it drops (R3).
+    let task = unsafe { TaskRef::from_waker_data(data) };
+    task.wake(&task);
+}
+
+/// Wakes the task; the waker keeps its count.
+///
+/// # Safety
+/// `data` is a live waker's data of `WAKER`.
+unsafe fn waker_wake_by_ref(data: *const ()) {
+    // SAFETY:
+    // * the waker is alive for this call; `ManuallyDrop` keeps its count.
+    let task = ManuallyDrop::new(unsafe { TaskRef::from_waker_data(data) });
+    task.wake(&task);
+}
+
+/// Drops a waker: gives its count back.
+///
+/// # Safety
+/// `data` is an owned waker's data of `WAKER`.
+unsafe fn waker_drop(data: *const ()) {
+    // SAFETY:
+    // * the waker's count becomes this reference's, given back here (R3).
+    drop(unsafe { TaskRef::from_waker_data(data) });
 }
 
 impl Clone for TaskRef {

@@ -42,6 +42,21 @@ unsafe impl<F: Send, T: Send> Sync for OnceCore<F, T> {}
 #[must_use]
 pub(crate) struct Started<'a, F, T>(&'a OnceCore<F, T>);
 
+impl<F, T> Started<'_, F, T> {
+    /// The proof, kept past this borrow by a run whose future is pending while no thread is
+    /// in the run (`task/suspended.rs`); [`OnceCore::reattach`] gives it back to the thread
+    /// that resumes the run. Neither is `Clone`: one proof per run, as before.
+    pub(crate) fn detach(self) -> StartedRun {
+        StartedRun(std::ptr::from_ref(self.0) as usize)
+    }
+}
+
+/// A [`Started`] proof between two threads of one run (its task's address): made only by
+/// [`Started::detach`].
+#[must_use]
+#[derive(Debug)]
+pub(crate) struct StartedRun(usize);
+
 impl<F, T> OnceCore<F, T> {
     /// A SCHEDULED one-shot due at `deadline`, with `f` in its slot.
     pub(crate) fn new(deadline: Ticks, f: F) -> Self {
@@ -83,6 +98,19 @@ impl<F, T> OnceCore<F, T> {
             .slot
             .with_mut(|slot| unsafe { ManuallyDrop::take(&mut (*slot).closure) });
         Some((f, Started(self)))
+    }
+
+    /// The proof of a run detached by [`Started::detach`], for the thread that resumes it.
+    ///
+    /// # Panics
+    /// If `run` is another task's run.
+    pub(crate) fn reattach(&self, run: StartedRun) -> Started<'_, F, T> {
+        assert_eq!(
+            run.0,
+            std::ptr::from_ref(self) as usize,
+            "a run resumes on its own task"
+        );
+        Started(self)
     }
 
     /// Stores the run's outcome and ends the run: RUNNING -> DONE (`Ok`) or PANICKED. `Err`
