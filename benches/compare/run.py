@@ -15,10 +15,14 @@ COMPARE_DOC). Standard library only.
 Environment:
   COMPARE_QUICK=1          sizes scaled down 10-20x (and 1 repeat unless COMPARE_REPEATS)
   COMPARE_REPEATS=N        processes per (system, workload); default 3 (1 when quick)
-  COMPARE_REPEATS_W5=N     per-workload override (W1..W9, SCALING)
-  COMPARE_SYSTEMS=a,b      subset of: schedpool,stp,tokio,stpe17,stpe25,fjp25
-  COMPARE_WORKLOADS=a,b    subset of: w1,w2,w2n,w3,w4,w5,w6,w7,w8,w9,scaling
-                           (w2n: W2 beside a CPU-bound neighbour process)
+  COMPARE_REPEATS_W5=N     per-workload override (W1..W9, A1, SCALING)
+  COMPARE_SYSTEMS=a,b      subset of: schedpool,stp,tokio,stpe17,stpe25,fjp25,tcs,schedpool-send
+                           (tcs: tokio-cron-scheduler, workload a1 only)
+  COMPARE_WORKLOADS=a,b    subset of: w1,w2,w2n,w3,w4,w5,w6,w7,w8,w9,a1,scaling
+                           (w2n: W2 beside a CPU-bound neighbour process; a1: async
+                           jobs, on schedpool, tokio and tcs only)
+  COMPARE_A1_JOBS=a,b      A1's sizes, one process each (default 1000,10000,100000;
+                           quick: 1000,10000)
   COMPARE_DOC=path         document to update (default docs/BENCHMARKS.md; for a quick
                            run results/BENCHMARKS.quick.md, so a smoke test never
                            overwrites the published figures)
@@ -65,11 +69,20 @@ SYSTEMS = [
     ("stpe17", "Java 17 STPE", "java17", "stpe"),
     ("stpe25", "Java 25 STPE", "java25", "stpe"),
     ("fjp25", "Java 25 FJP", "java25", "fjp"),
+    ("tcs", "tokio-cron-scheduler", "rust", "tcs"),
+    ("schedpool-send", "schedpool (`*_send`)", "rust", "schedpool-send"),
 ]
 LABEL = {s[0]: s[1] for s in SYSTEMS}
-PEERS = [s[0] for s in SYSTEMS if s[0] != "schedpool"]
+# Workloads run by some systems only, and systems that run only those workloads.
+ONLY_SYSTEMS = {"a1": ["schedpool", "schedpool-send", "tokio", "tcs"]}
+ONLY_WORKLOADS = {"tcs": ["a1"], "schedpool-send": ["a1"]}
+# schedpool's peers in the W workloads (tcs runs A1 only).
+PEERS = [s[0] for s in SYSTEMS if s[0] != "schedpool" and s[0] not in ONLY_WORKLOADS]
 
-WORKLOADS = ["w1", "w2", "w2n", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "scaling"]
+WORKLOADS = ["w1", "w2", "w2n", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "a1", "scaling"]
+# A1's sizes (jobs), each run as its own process.
+A1_JOBS = [1_000, 10_000, 100_000]
+A1_JOBS_QUICK = [1_000, 10_000]
 # Workloads that run another's program beside a CPU-bound neighbour process (`neighbour`).
 NEIGHBOURED = {"w2n": "w2"}
 TITLES = {
@@ -85,6 +98,8 @@ TITLES = {
     "w8": "W8 re-arm — 2 producers × 500,000 moves of a pending timeout 50 ms ahead",
     "w9": "W9 idle timeouts — one thread, 1,000,000 re-arms of a random one of 100,000 "
           "timeouts 60 s ahead",
+    "a1": "A1 async jobs — N periodic jobs, each run awaiting 100 ms, all due at the same "
+          "instants",
     "scaling": "Scaling — schedule and cancel cost against tasks pending",
 }
 QUICK_TITLES = {
@@ -234,6 +249,26 @@ NOTES = {
           "so its queue grows by one per re-arm). No task may fire.",
 }
 
+NOTES["a1"] = (
+    "Each job runs every 1 s at fixed rate, every job's first run due at the same instant "
+    "T0 (a whole second of the wall clock, chosen 300 ms + 10 µs per job or more ahead: "
+    "before registering for schedpool and tokio, after adding the jobs for "
+    "tokio-cron-scheduler), and each run awaits "
+    "`tokio::time::sleep(100 ms)`; the window is [T0, T0 + 5 s), so 5 runs per job are due "
+    "in it. Every system uses a tokio multi-thread runtime with default settings (one worker "
+    "per CPU); schedpool is its default pool (one worker per CPU) with "
+    "`schedule_periodic_async` and the runtime's `Handle`, tokio is one task per job with "
+    "`interval_at`, tokio-cron-scheduler one `Job::new_repeated_async` per job. *Done*: "
+    "started and ended inside the window. *Start lateness* = clock read at the first poll "
+    "of the run's future − its due instant (the job's k-th run is due at T0 + k s), over "
+    "the runs due in the window that started in it (*started*); a run not started by the "
+    "window's end is not in the percentiles. *CPU*: process CPU time, all threads, over "
+    "the window. *Memory per job*: RSS growth over the RSS before the jobs were registered, "
+    "divided by N, right after registering and at the peak of samples taken every 50 ms "
+    "through the window (when all N runs of a tick are awaiting, for the systems that keep "
+    "up). tokio-cron-scheduler's figures include its channels, sized for N "
+    "(`new_with_channel_size`; with the default 200 it drops activations).")
+
 TARGETS_NOTE = ("Targets are the performance issue's goals for schedpool, checked "
                 "mechanically against the medians above.")
 
@@ -346,7 +381,7 @@ def machine_info(jdks):
     info["java"] = {str(major): java_version_text(home) for major, home in jdks.items()}
     versions = cargo_lock_versions()
     info["crates"] = {k: versions.get(k, "?") for k in
-                      ("schedpool", "tokio", "scheduled-thread-pool")}
+                      ("schedpool", "tokio", "scheduled-thread-pool", "tokio-cron-scheduler")}
     rev = sh(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]).stdout.strip()
     dirty = sh(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src", "Cargo.toml"])
     info["commit"] = (rev or "unknown") + (
@@ -390,10 +425,25 @@ def run_process(cmd, timeout):
         return {"error": f"bad JSON: {e}"}
 
 
-def system_command(system, workload, binary, jdks, classes, quick=False):
-    """The command line that runs `workload` on `system` (None: its JDK is missing)."""
+def applies(workload, system):
+    """Whether `system` runs `workload` (A1 has its own systems; tcs runs A1 only)."""
+    return (system in ONLY_SYSTEMS.get(workload, [system])
+            and workload in ONLY_WORKLOADS.get(system, [workload]))
+
+
+def a1_sizes(quick):
+    raw = os.environ.get("COMPARE_A1_JOBS")
+    if not raw:
+        return A1_JOBS_QUICK if quick else A1_JOBS
+    return [int(x) for x in raw.split(",") if x.strip()]
+
+
+def system_command(system, workload, binary, jdks, classes, quick=False, args=()):
+    """The command line that runs `workload` on `system` (None: its JDK is missing), with
+    the program's extra `args` (A1: `--jobs N`)."""
     runtime, name = next((r, n) for s, _, r, n in SYSTEMS if s == system)
-    tail = [name, NEIGHBOURED.get(workload, workload)] + (["--quick"] if quick else [])
+    tail = ([name, NEIGHBOURED.get(workload, workload)] + (["--quick"] if quick else [])
+            + list(args))
     if runtime == "rust":
         return [str(binary)] + tail
     major = int(runtime[4:])
@@ -412,7 +462,8 @@ def run_all(quick):
 
     jdks = {}
     for major, env_var in ((17, "JAVA17_HOME"), (25, "JAVA25_HOME")):
-        if any(r == f"java{major}" for s, _, r, _ in SYSTEMS if s in systems):
+        if any(r == f"java{major}" for s, _, r, _ in SYSTEMS
+               if s in systems and any(applies(w, s) for w in workloads)):
             home = find_jdk(major, env_var)
             if home is None:
                 log(f"no JDK {major} found (set {env_var}); its systems are skipped")
@@ -421,8 +472,8 @@ def run_all(quick):
     binary = build_rust()
     classes = {major: build_java(home, major) for major, home in jdks.items()}
 
-    def command(system, workload):
-        return system_command(system, workload, binary, jdks, classes, quick)
+    def command(system, workload, args=()):
+        return system_command(system, workload, binary, jdks, classes, quick, args)
 
     meta = machine_info(jdks)
     # The machine's own timed-wait latency (no pool), the floor under W2 and W6 lateness.
@@ -433,8 +484,15 @@ def run_all(quick):
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     RESULTS.mkdir(exist_ok=True)
     out_path = RESULTS / f"{'quick' if quick else 'full'}-{stamp}.jsonl"
-    plan = [(r, w, s) for r in range(max(repeats.values()))
-            for w in workloads for s in systems if r < repeats[w]]
+
+    def variants(workload):
+        if workload == "a1":
+            return [("--jobs", str(n)) for n in a1_sizes(quick)]
+        return [()]
+
+    plan = [(r, w, s, args) for r in range(max(repeats.values()))
+            for w in workloads for args in variants(w) for s in systems
+            if r < repeats[w] and applies(w, s)]
     timeout = 300 if quick else 900
     started = time.monotonic()
     with open(out_path, "w", encoding="utf-8") as out:
@@ -450,10 +508,12 @@ def run_all(quick):
 def run_plan(plan, command, out, timeout):
     """Runs each (repeat, workload, system) of `plan` as its own process (`command` gives
     its command line, or None to skip it), writes a JSON line per run to `out`, and
-    returns the rows."""
+    returns the rows. An item may carry a fourth element, extra arguments for the
+    program (A1's `--jobs N`), passed to `command` as a third."""
     rows = []
-    for i, (rep, workload, system) in enumerate(plan, 1):
-        cmd = command(system, workload)
+    for i, (rep, workload, system, *rest) in enumerate(plan, 1):
+        args = tuple(rest[0]) if rest else ()
+        cmd = command(system, workload, args) if args else command(system, workload)
         if cmd is None:
             continue
         t0 = time.monotonic()
@@ -462,11 +522,15 @@ def run_plan(plan, command, out, timeout):
         wall = time.monotonic() - t0
         row = {"system": system, "workload": workload, "repeat": rep,
                "wall_s": round(wall, 1), "result": result}
+        if args:
+            row["args"] = list(args)
         rows.append(row)
         out.write(json.dumps(row) + "\n")
         out.flush()
         status = result.get("error", "ok")
-        log(f"[{i}/{len(plan)}] {workload:8} {system:10} #{rep + 1}  {wall:6.1f} s  {status}")
+        size = f" {args[-1]}" if args else ""
+        log(f"[{i}/{len(plan)}] {workload + size:8} {system:10} #{rep + 1}  {wall:6.1f} s  "
+            f"{status}")
     return rows
 
 
@@ -605,6 +669,34 @@ def workload_table(workload, by_system, systems):
             for p in peers:
                 pv = summarize(values[p])
                 row.append(ratio(sp and sp[0], pv and pv[0], better))
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def a1_table(by_system, systems):
+    """A1: one row per (system, jobs), medians over the repeats (min–max below)."""
+    groups = {}
+    for s in systems:
+        for res in by_system.get(s, []):
+            if "jobs" in res:
+                groups.setdefault((res["jobs"], s), []).append(res)
+    head = ["5 s, each job every 1 s, 100 ms awaited per run", "runs done / due",
+            "runs started", "start lateness p50 (ms)", "p99 (ms)", "max (ms)",
+            "process CPU (ms)", "memory per job (B): registered / peak"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for jobs, s in sorted(groups, key=lambda g: (g[0], systems.index(g[1]))):
+        res = groups[(jobs, s)]
+
+        def values(key):
+            return [r[key] for r in res if r.get(key) is not None]
+        due = summarize(values("runs_due"))
+        row = [f"{LABEL[s]}, {fmt_num(jobs)} jobs",
+               f"{cell(values('runs_done'), 1)} / {fmt_num(due[0]) if due else '–'}",
+               cell(values("runs_started"), 1),
+               cell(values("late_p50_ms"), 1), cell(values("late_p99_ms"), 1),
+               cell(values("late_max_ms"), 1), cell(values("cpu_ms"), 1),
+               f"{cell(values('mem_registered_bytes_per_job'), 1)} / "
+               f"{cell(values('mem_peak_bytes_per_job'), 1)}"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -789,7 +881,8 @@ def render(meta, rows, svg_name):
         f"{meta.get('minutes')} min on {meta.get('date')}.",
         f"- **Rust**: {meta.get('rustc')}; schedpool {crates.get('schedpool')} "
         f"(commit {meta.get('commit')}), tokio {crates.get('tokio')}, "
-        f"scheduled-thread-pool {crates.get('scheduled-thread-pool')}; release profile.",
+        f"scheduled-thread-pool {crates.get('scheduled-thread-pool')}, "
+        f"tokio-cron-scheduler {crates.get('tokio-cron-scheduler')}; release profile.",
     ]
     for major in sorted(java, key=int):
         out.append(f"- **JDK {major}**: {java[major]}; JVM options `{meta.get('java_opts')}`.")
@@ -806,7 +899,8 @@ def render(meta, rows, svg_name):
             "spins through the last microseconds instead can do better, at a CPU cost (W5).")
     out += [
         "- **Method**: every system has 2 worker threads (Java 25 FJP: parallelism 2, plus "
-        "its own delay-scheduler thread). Each (system, workload) ran as a separate process "
+        "its own delay-scheduler thread; A1: each system's default, one per CPU). Each "
+        "(system, workload) ran as a separate process "
         f"this many times ({rep_text}), the repeats interleaved across systems. Java runs "
         "each workload twice in one JVM and reports the second (warmed) run. Cells: median, "
         "and min–max below it when there are several runs. The `vs` columns give how many "
@@ -826,8 +920,14 @@ def render(meta, rows, svg_name):
         if workload not in data:
             continue
         out += [f"### {titles.get(workload, TITLES[workload])}", ""]
-        if workload == "scaling":
-            table, scaling_series, sizes = scaling_table(data[workload], systems)
+        # Only the systems that ran this workload get a column (tcs runs A1 only).
+        here = [s for s in systems if s in data[workload]]
+        if workload == "a1":
+            out += [a1_table(data[workload], here), ""]
+            if workload in NOTES:
+                out += [NOTES[workload], ""]
+        elif workload == "scaling":
+            table, scaling_series, sizes = scaling_table(data[workload], here)
             out += [table, "",
                     "A pool is filled with the given number of tasks due in 1–2 h; then, in "
                     "rounds, a batch of min(1000, pending/10) more is scheduled at random "
@@ -839,7 +939,7 @@ def render(meta, rows, svg_name):
             if svg_name:
                 out += [f"![schedule and cancel ns/op against tasks pending]({svg_name})", ""]
         else:
-            out += [workload_table(workload, data[workload], systems), ""]
+            out += [workload_table(workload, data[workload], here), ""]
             if workload in NOTES:
                 out += [NOTES[workload], ""]
     if failures:
@@ -850,7 +950,11 @@ def render(meta, rows, svg_name):
         for row in failures:
             res = row["result"]
             kind = "error" if "error" in res else "note"
-            out.append(f"- {kind}: {row['workload']} {LABEL.get(row['system'], row['system'])} "
+            args = row.get("args", [])
+            jobs = res.get("jobs") or (args[-1] if args else None)
+            size = f" ({fmt_num(int(jobs))} jobs)" if jobs else ""
+            out.append(f"- {kind}: {row['workload']}{size} "
+                       f"{LABEL.get(row['system'], row['system'])} "
                        f"run {row['repeat'] + 1}: {res[kind]}")
         out.append("")
     target_rows = targets(data, scaling_series, sizes)

@@ -6,12 +6,19 @@
 //! with workload `w6`: the machine's own timed-wait latency, without any pool.
 //! Workloads: `w1`/`burst`, `w2`/`delayed`, `w3`/`cancel`, `w4`/`timeouts`,
 //! `w5`/`periodic`, `w6`/`wake`, `w7`/`producers`, `w8`/`rearm`, `w9`/`idle`, `scaling`.
+//!
+//! Workload `a1`/`async` (async jobs, `async_jobs.rs`) has its own systems: `schedpool`, `schedpool-send`,
+//! `tokio` and `tcs` (tokio-cron-scheduler), and its size: `--jobs N` (or `COMPARE_JOBS`;
+//! default 10,000, 1,000 with `--quick`).
 
+mod async_jobs;
+mod async_systems;
 mod systems;
 mod trace;
 mod util;
 mod workloads;
 
+use async_systems::{SchedpoolJobs, Submit, TcsJobs, TokioJobs};
 use systems::{Schedpool, Stp, System, Tokio};
 use util::Json;
 use workloads::Params;
@@ -22,6 +29,7 @@ static ALLOC: util::CountingAlloc = util::CountingAlloc;
 const USAGE: &str = "usage: compare <schedpool|stp|tokio> \
 <w1|burst|w2|delayed|w3|cancel|w4|timeouts|w5|periodic|w6|wake|w7|producers|w8|rearm|w9|idle|scaling> \
 [--quick]
+       compare <schedpool|schedpool-send|tokio|tcs> <a1|async> [--jobs N] [--quick]
        compare os w6 [--quick]   (timed-wait latency of a bare thread)";
 
 fn run<S: System>(workload: &str, p: &Params) -> Option<(&'static str, Json)> {
@@ -40,31 +48,71 @@ fn run<S: System>(workload: &str, p: &Params) -> Option<(&'static str, Json)> {
     })
 }
 
+/// Workload A1 on `system` with `jobs` jobs (`None`: not one of its systems).
+fn run_async(system: &str, jobs: usize) -> Option<Json> {
+    if let Some(submit) = Submit::for_system(system) {
+        return Some(async_jobs::async_jobs(jobs, |n| {
+            SchedpoolJobs::start(submit, n)
+        }));
+    }
+    match system {
+        "tokio" => Some(async_jobs::async_jobs(jobs, TokioJobs::start)),
+        "tcs" => Some(async_jobs::async_jobs(jobs, TcsJobs::start)),
+        _ => None,
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("{USAGE}");
+    std::process::exit(2);
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let pos: Vec<&str> = args
-        .iter()
-        .filter(|a| !a.starts_with("--"))
-        .map(String::as_str)
-        .collect();
-    let [system, workload] = pos[..] else {
-        eprintln!("{USAGE}");
-        std::process::exit(2);
+    let mut quick = false;
+    let mut jobs: Option<usize> = None;
+    let mut pos: Vec<String> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let value = match a.as_str() {
+            "--quick" => {
+                quick = true;
+                continue;
+            }
+            "--jobs" => args.next(),
+            _ => match a.strip_prefix("--jobs=") {
+                Some(v) => Some(v.to_string()),
+                None if a.starts_with("--") => usage(),
+                None => {
+                    pos.push(a);
+                    continue;
+                }
+            },
+        };
+        jobs = Some(
+            value
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| usage()),
+        );
+    }
+    let jobs = jobs
+        .or_else(|| std::env::var("COMPARE_JOBS").ok()?.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(if quick { 1_000 } else { 10_000 });
+    let [system, workload] = [pos.first(), pos.get(1)].map(|a| a.map(String::as_str));
+    let (Some(system), Some(workload), 2) = (system, workload, pos.len()) else {
+        usage()
     };
     let p = Params::new(quick);
     trace::init();
-    let result = match system {
-        "schedpool" => run::<Schedpool>(workload, &p),
-        "stp" => run::<Stp>(workload, &p),
-        "tokio" => run::<Tokio>(workload, &p),
-        "os" if matches!(workload, "w6" | "wake") => Some(("w6", workloads::timer_floor(&p))),
+    let result = match (system, workload) {
+        (_, "a1" | "async") => run_async(system, jobs).map(|json| ("a1", json)),
+        ("schedpool", _) => run::<Schedpool>(workload, &p),
+        ("stp", _) => run::<Stp>(workload, &p),
+        ("tokio", _) => run::<Tokio>(workload, &p),
+        ("os", "w6" | "wake") => Some(("w6", workloads::timer_floor(&p))),
         _ => None,
     };
-    let Some((name, json)) = result else {
-        eprintln!("{USAGE}");
-        std::process::exit(2);
-    };
+    let Some((name, json)) = result else { usage() };
     let line = Json::default()
         .str("system", system)
         .str("workload", name)

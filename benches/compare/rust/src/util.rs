@@ -24,6 +24,19 @@ pub fn now_ns() -> u64 {
     Instant::now().duration_since(base).as_nanos() as u64
 }
 
+/// The `Instant` that `now_ns()` reads as `t`, for APIs that take a deadline.
+pub fn instant_at(t: u64) -> Instant {
+    *BASE.get_or_init(Instant::now) + Duration::from_nanos(t)
+}
+
+/// Nanoseconds since the Unix epoch on the wall clock (CLOCK_REALTIME).
+pub fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("wall clock before 1970")
+        .as_nanos() as u64
+}
+
 /// Sleeps until `now_ns() >= t`.
 pub fn sleep_until_ns(t: u64) {
     loop {
@@ -89,6 +102,17 @@ pub fn rss_bytes() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
     pages * page
+}
+
+/// The process's peak RSS so far (`VmHWM` in `/proc/self/status`), in bytes.
+pub fn rss_peak_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("parse VmHWM")
+        * 1024
 }
 
 /// RSS after handing free heap pages back to the kernel. `malloc_trim` plays the part
@@ -273,6 +297,17 @@ impl Json {
             self.body.push_str("null");
         }
         self
+    }
+
+    pub fn opt_num(mut self, k: &str, v: Option<f64>) -> Self {
+        match v {
+            Some(v) => self.num(k, v),
+            None => {
+                self.key(k);
+                self.body.push_str("null");
+                self
+            }
+        }
     }
 
     pub fn opt_int(mut self, k: &str, v: Option<i64>) -> Self {
