@@ -1,7 +1,7 @@
-//! Async jobs in a tokio service: a periodic health poll that awaits an HTTP call, and a
-//! request handler that schedules a one-shot job and awaits its `ScheduledFuture` with a
-//! timeout, interrupting the job (which drops its future: the connection closes) when
-//! the timeout wins. The "upstream" is a tiny HTTP server on 127.0.0.1 in the same
+//! Async jobs in a tokio service, through the `*_send` forms (a run awaiting I/O holds no
+//! worker): a periodic health poll that awaits an HTTP call, and a request handler that
+//! schedules a one-shot job and awaits its `ScheduledFuture` with a timeout, interrupting
+//! the job (which drops its future: the connection closes) when the timeout wins. The "upstream" is a tiny HTTP server on 127.0.0.1 in the same
 //! process. Runs in about a second.
 //!
 //! `cargo run --example async_jobs --features tokio`
@@ -63,7 +63,7 @@ async fn handle(
 ) -> String {
     let rt = tokio::runtime::Handle::current();
     let mut job = pool
-        .schedule_async(Duration::ZERO, rt, move || http_get(upstream, path))
+        .schedule_async_send(Duration::ZERO, rt, move || http_get(upstream, path))
         .expect("the pool is running");
     tokio::select! {
         out = &mut job => match out {
@@ -92,7 +92,7 @@ async fn main() -> std::io::Result<()> {
         .name("health poll")
         .max_runs(4);
     let poller = pool
-        .schedule_fallible_async(spec, tokio::runtime::Handle::current(), move |ctx| {
+        .schedule_fallible_async_send(spec, tokio::runtime::Handle::current(), move |ctx| {
             let run = ctx.runs();
             async move {
                 let status = http_get(upstream, "/health").await?;

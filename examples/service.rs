@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // An async job: poll an upstream over HTTP every 300 ms, counting failures.
     let health = Periodic::at_fixed_rate(Duration::from_millis(300)).name("health check");
-    pool.schedule_fallible_async(health, rt.clone(), move |_| async move {
+    pool.schedule_fallible_async_send(health, rt.clone(), move |_| async move {
         let status = http_get(upstream, "/health").await?;
         tracing::info!(%status, "upstream answered");
         Ok::<_, std::io::Error>(Next::Continue)
