@@ -11,7 +11,8 @@
 #   rebuilt). Catches use-after-free, double free and out-of-bounds accesses; leaks are
 #   left to memcheck (LeakSanitizer would also flag the threads tests leave running).
 # - Miri: the unit tests of `task::raw`, `task::once` and `task::state`: undefined
-#   behaviour in the pointer casts, the union and the reference count; and the slot's
+#   behaviour in the pointer casts, the union, the reference count and the task's waker
+#   (a `TaskRef` behind a `RawWaker`, cloned, woken and dropped on several threads); and the slot's
 #   races (`task::once::races`: a run, a cancel or an interrupt, a blocking, timed or
 #   polled get and every reference's drop, each on its own thread) under
 #   `-Zmiri-many-seeds` (MIRI_SEEDS, default 32 schedules each), whose data-race

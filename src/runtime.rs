@@ -104,6 +104,16 @@ pub trait AsyncRuntime: Send + Sync + 'static {
     fn enter(&self, poll: &mut dyn FnMut()) {
         poll();
     }
+
+    /// The measured candidate that lost (`docs/BENCHMARKS.md`, "Async jobs that hold no
+    /// worker"), in a build with `--cfg schedpool_async_spawn` only: spawns `future` on the
+    /// runtime, which polls it; `false` if it cannot.
+    #[cfg(schedpool_async_spawn)]
+    #[doc(hidden)]
+    fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send>>) -> bool {
+        drop(future);
+        false
+    }
 }
 
 impl<R: AsyncRuntime + ?Sized> AsyncRuntime for Arc<R> {
@@ -248,6 +258,12 @@ mod tokio_impl {
     impl AsyncRuntime for tokio::runtime::Handle {
         fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
             tokio::runtime::Handle::block_on(self, future)
+        }
+
+        #[cfg(schedpool_async_spawn)]
+        fn spawn(&self, future: Pin<Box<dyn Future<Output = ()> + Send>>) -> bool {
+            drop(tokio::runtime::Handle::spawn(self, future));
+            true
         }
 
         /// The pool polls the futures of the `*_send` job forms itself, inside

@@ -715,6 +715,62 @@ fn max_async_runs_bounds_the_futures_in_progress() {
     pool.close();
 }
 
+/// A runtime whose `enter` panics, before the poll or after it: the run ends with the
+/// panic in its future, the job's future (made or not) dropped; the worker goes on.
+#[test]
+fn a_runtime_whose_enter_panics() {
+    #[derive(Clone)]
+    struct Panics {
+        after: bool,
+    }
+    impl AsyncRuntime for Panics {
+        fn block_on(&self, future: Pin<&mut (dyn Future<Output = ()> + '_)>) {
+            ParkingRuntime.block_on(future)
+        }
+        fn can_enter(&self) -> bool {
+            true
+        }
+        fn enter(&self, poll: &mut dyn FnMut()) {
+            if self.after {
+                poll();
+            }
+            panic!("enter");
+        }
+    }
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    for after in [false, true] {
+        let (guard, dropped) = dropped_on();
+        let made = counter();
+        let m = made.clone();
+        let job = pool
+            .schedule_async_send(Duration::ZERO, Panics { after }, move || {
+                m.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    let _guard = guard;
+                    std::future::pending::<u32>().await
+                }
+            })
+            .unwrap();
+        let err = outcome(job).unwrap_err();
+        assert_eq!(err.panic_message(), Some("enter"));
+        assert_eq!(
+            load(&made),
+            usize::from(after),
+            "made only where enter polled"
+        );
+        assert!(
+            dropped.lock().unwrap().is_some(),
+            "the future (or the closure) dropped"
+        );
+    }
+    assert_eq!(
+        outcome(pool.submit(|| 1).unwrap()).unwrap(),
+        1,
+        "the worker goes on"
+    );
+    pool.close();
+}
+
 /// The fallible form: errors counted and backed off, the last error in the future.
 #[test]
 fn fallible_async_send() {

@@ -250,6 +250,10 @@ pub(crate) struct SendAsync<R, G, Fut> {
     /// The run's permit under the pool's bound (`Builder::max_async_runs`), taken before
     /// its future is made and given back when it is dropped.
     permit: Permit,
+    /// The losing candidate (`--cfg schedpool_async_spawn` only): the run's future spawned
+    /// on the runtime, and where its end comes back.
+    #[cfg(schedpool_async_spawn)]
+    spawned: Option<spawn::Cell>,
 }
 
 impl<R: AsyncRuntime, G, Fut> SendAsync<R, G, Fut> {
@@ -259,6 +263,8 @@ impl<R: AsyncRuntime, G, Fut> SendAsync<R, G, Fut> {
             make,
             fut: Box::pin(None),
             permit: Permit::None,
+            #[cfg(schedpool_async_spawn)]
+            spawned: None,
         }
     }
 
@@ -273,6 +279,7 @@ impl<R: AsyncRuntime, G, Fut> SendAsync<R, G, Fut> {
 /// first poll (as [`awaited`] makes it), polled with its panics contained, and dropped in
 /// place when it completes, panics or the run must stop (a stop is checked first, so a
 /// stopped future is not polled again: module notes, "Stopping").
+#[cfg_attr(schedpool_async_spawn, allow(dead_code))] // the candidate polls elsewhere
 fn poll_off<R, Fut>(
     runtime: &R,
     (cx, waker): (&RunCx<'_>, &Waker),
@@ -285,6 +292,11 @@ where
     Fut: Future,
 {
     let polled = poll_permitted(runtime, (cx, waker), fut.as_mut(), permit, make);
+    ended(cx, permit, polled)
+}
+
+/// A run's poll that ended: its permit goes on (PM1).
+fn ended<O>(cx: &RunCx<'_>, permit: &mut Permit, polled: Poll<O>) -> Poll<O> {
     if polled.is_ready() {
         // The future is dropped: its permit goes to the next waiting run (PM1).
         if let Some(pool) = cx.env.pool {
@@ -296,6 +308,7 @@ where
 
 /// [`poll_off`]'s poll: at the first, the run's permit (or its wait for one, pending), then
 /// the future's poll inside the runtime's context.
+#[cfg_attr(schedpool_async_spawn, allow(dead_code))] // the candidate polls elsewhere
 fn poll_permitted<R, Fut>(
     runtime: &R,
     (cx, waker): (&RunCx<'_>, &Waker),
@@ -348,6 +361,7 @@ where
 }
 
 /// [`poll_off`]'s poll, in the runtime's context.
+#[cfg_attr(schedpool_async_spawn, allow(dead_code))] // the candidate polls elsewhere
 fn poll_entered<Fut: Future>(
     cx: &RunCx<'_>,
     waker: &Waker,
@@ -393,6 +407,8 @@ where
             make: Some(self.make),
             fut: self.fut,
             permit: self.permit,
+            #[cfg(schedpool_async_spawn)]
+            spawned: None,
         }))
     }
 }
@@ -407,8 +423,22 @@ where
     fn resume(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Ran<Fut::Output>> {
         let make = &mut self.make;
         let made = || (make.take().expect("made once"))(&TaskContext::of(cx));
-        let fut = self.fut.as_mut();
-        let polled = poll_off(&self.runtime, (cx, waker), fut, &mut self.permit, made);
+        #[cfg(not(schedpool_async_spawn))]
+        let polled = poll_off(
+            &self.runtime,
+            (cx, waker),
+            self.fut.as_mut(),
+            &mut self.permit,
+            made,
+        );
+        #[cfg(schedpool_async_spawn)]
+        let polled = spawn::poll(
+            &self.runtime,
+            (cx, waker),
+            &mut self.spawned,
+            &mut self.permit,
+            made,
+        );
         polled.map(|a| match a.or_unwind() {
             Some(v) => Ran::Output(v),
             None => Ran::Stopped,
@@ -443,8 +473,22 @@ where
     fn resume(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Step> {
         let make = &mut self.make;
         let made = || make(&TaskContext::of(cx));
-        let fut = self.fut.as_mut();
-        let polled = poll_off(&self.runtime, (cx, waker), fut, &mut self.permit, made);
+        #[cfg(not(schedpool_async_spawn))]
+        let polled = poll_off(
+            &self.runtime,
+            (cx, waker),
+            self.fut.as_mut(),
+            &mut self.permit,
+            made,
+        );
+        #[cfg(schedpool_async_spawn)]
+        let polled = spawn::poll(
+            &self.runtime,
+            (cx, waker),
+            &mut self.spawned,
+            &mut self.permit,
+            made,
+        );
         polled.map(|a| match a.or_unwind() {
             Some(next) => step_of(next, cx),
             None => Step::Stopped,
@@ -457,7 +501,7 @@ where
     R: AsyncRuntime,
     G: FnMut(&TaskContext<'_>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Next, E>> + Send + 'static,
-    E: 'static,
+    E: Send + 'static,
 {
     fn attempt(&mut self, cx: &RunCx<'_>) -> Poll<Option<Result<Next, E>>> {
         if !self.off_worker(cx) {
@@ -473,7 +517,135 @@ where
     fn resume_attempt(&mut self, cx: &RunCx<'_>, waker: &Waker) -> Poll<Option<Result<Next, E>>> {
         let make = &mut self.make;
         let made = || make(&TaskContext::of(cx));
-        let fut = self.fut.as_mut();
-        poll_off(&self.runtime, (cx, waker), fut, &mut self.permit, made).map(Awaited::or_unwind)
+        #[cfg(not(schedpool_async_spawn))]
+        let polled = poll_off(
+            &self.runtime,
+            (cx, waker),
+            self.fut.as_mut(),
+            &mut self.permit,
+            made,
+        );
+        #[cfg(schedpool_async_spawn)]
+        let polled = spawn::poll(
+            &self.runtime,
+            (cx, waker),
+            &mut self.spawned,
+            &mut self.permit,
+            made,
+        );
+        polled.map(Awaited::or_unwind)
+    }
+}
+
+/// The measured candidate that lost (`docs/BENCHMARKS.md`, "Async jobs that hold no
+/// worker"), built only with `--cfg schedpool_async_spawn`: design (b), the runtime polls
+/// the run's future as a task of its own (`AsyncRuntime::spawn`), and the future's end
+/// comes back to the pool through the run's waker, whose next poll here takes it. A stop
+/// ends the run at once but leaves the spawned future to run to its end (dropping it
+/// early would need the runtime's abort handle): one of the reasons it lost.
+#[cfg(schedpool_async_spawn)]
+mod spawn {
+    use super::{must_stop, user, AsyncRuntime, Awaited, Future, Permit, Poll, RunCx, Waker};
+    use std::any::Any;
+    use std::sync::{Arc, Mutex};
+
+    /// Where the spawned future's end comes back.
+    pub(super) type Cell = Arc<Mutex<Slot>>;
+
+    #[derive(Default)]
+    pub(super) struct Slot {
+        out: Option<Box<dyn Any + Send>>,
+        waker: Option<Waker>,
+    }
+
+    /// [`super::poll_off`] for the candidate.
+    pub(super) fn poll<R, Fut>(
+        runtime: &R,
+        (cx, waker): (&RunCx<'_>, &Waker),
+        cell: &mut Option<Cell>,
+        permit: &mut Permit,
+        make: impl FnOnce() -> Fut,
+    ) -> Poll<Awaited<Fut::Output>>
+    where
+        R: AsyncRuntime,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        let polled = poll_cell(runtime, (cx, waker), cell, permit, make);
+        if polled.is_ready() {
+            *cell = None;
+        }
+        super::ended(cx, permit, polled)
+    }
+
+    fn poll_cell<R, Fut>(
+        runtime: &R,
+        (cx, waker): (&RunCx<'_>, &Waker),
+        cell: &mut Option<Cell>,
+        permit: &mut Permit,
+        make: impl FnOnce() -> Fut,
+    ) -> Poll<Awaited<Fut::Output>>
+    where
+        R: AsyncRuntime,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        if must_stop(cx) {
+            return Poll::Ready(Awaited::Stopped);
+        }
+        if let Some(c) = cell {
+            let mut slot = c.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(out) = slot.out.take() {
+                let out = out.downcast::<Awaited<Fut::Output>>();
+                return Poll::Ready(*out.unwrap_or_else(|_| unreachable!("its own output")));
+            }
+            slot.waker = Some(waker.clone());
+            return Poll::Pending;
+        }
+        let permitted = cx
+            .env
+            .pool
+            .is_none_or(|p| p.async_permits().acquire(permit, waker));
+        if !permitted {
+            return Poll::Pending;
+        }
+        let (mut make, mut made) = (Some(make), None);
+        runtime.enter(&mut || {
+            if let Some(make) = make.take() {
+                made = Some(user::contain(make));
+            }
+        });
+        let mut fut = match made {
+            Some(Ok(fut)) => Box::pin(fut),
+            Some(Err(p)) => return Poll::Ready(Awaited::Panicked(p)),
+            None => unreachable!("the candidate's runtimes call `poll`"),
+        };
+        let c: Cell = Arc::new(Mutex::new(Slot {
+            out: None,
+            waker: Some(waker.clone()),
+        }));
+        let back = c.clone();
+        let task = std::future::poll_fn(move |tcx| {
+            let out = match user::contain(|| fut.as_mut().poll(tcx)) {
+                Ok(Poll::Pending) => return Poll::Pending,
+                Ok(Poll::Ready(v)) => Awaited::Output(v),
+                Err(p) => Awaited::Panicked(p),
+            };
+            let woken = {
+                let mut slot = back.lock().unwrap_or_else(|e| e.into_inner());
+                slot.out = Some(Box::new(out));
+                slot.waker.take()
+            };
+            if let Some(w) = woken {
+                w.wake();
+            }
+            Poll::Ready(())
+        });
+        assert!(
+            runtime.spawn(Box::pin(task)),
+            "the candidate needs a runtime that spawns"
+        );
+        *cell = Some(c);
+        Poll::Pending
     }
 }

@@ -387,7 +387,7 @@ impl<G: Attempt<E>, E: fmt::Display + Send + 'static> Fallible<G, E> {
 
 /// Gives a kept lease back when dropped: at a run's end, and while its poll unwinds.
 struct ReleaseAtEnd<'a, 'c> {
-    kept: &'a mut Option<KeptLease>,
+    kept: &'a mut Option<Box<KeptLease>>,
     cx: &'a RunCx<'c>,
 }
 
@@ -424,8 +424,9 @@ pub(crate) struct Guarded<B> {
     /// Cleared by the first run due at or after it.
     catch_up_until: Option<Ticks>,
     /// The lease of a run whose future is pending (its body `runs_off_worker`), kept
-    /// across the run's polls until its end.
-    kept: Option<KeptLease>,
+    /// across the run's polls until its end (boxed: every periodic task has the field,
+    /// and few an exclusive async job's lease).
+    kept: Option<Box<KeptLease>>,
 }
 
 impl<B: PeriodicBody> Guarded<B> {
@@ -470,7 +471,7 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
                         ..*cx
                     });
                     debug_assert_eq!(step, Step::Pending, "a run off its worker");
-                    self.kept = Some(kept);
+                    self.kept = Some(Box::new(kept));
                     step
                 }
                 Ok(Locked::Held) => Step::Skip(Declined::LockHeld),
@@ -508,7 +509,7 @@ impl<B: PeriodicBody> PeriodicBody for Guarded<B> {
             cx,
         };
         let cx = RunCx {
-            lease: kept.kept.as_ref().map(KeptLease::lease),
+            lease: kept.kept.as_deref().map(KeptLease::lease),
             ..*cx
         };
         let polled = self.body.resume(&cx, waker);

@@ -104,6 +104,8 @@ mod worker;
 
 #[cfg(all(test, loom))]
 pub(crate) mod loom;
+#[cfg(all(test, loom))]
+mod loom_async;
 
 #[cfg(all(test, not(loom)))]
 pub(crate) use entry::Entry;

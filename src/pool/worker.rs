@@ -474,24 +474,7 @@ impl Pool {
         requeue: Option<(TaskRef, Ticks)>,
         slot: &RunSlot,
     ) -> Option<(Entry, Ticks)> {
-        if let Some((task, next)) = requeue {
-            let mut q = self.queue.lock(task.header().home());
-            let requeued = self.requeue_locked(&mut q, task, next);
-            drop(q);
-            // RN1: out of the slot once re-queued (never the copy's last holder), and
-            // before a refused or dropped task loses the worker's reference.
-            drop_quietly(slot.leave());
-            match requeued {
-                Requeued::Queued => {}
-                // Rare (after shutdown): complete its future without the lock.
-                Requeued::Refused(task) => task.finish_cancelled(),
-                // U1: maybe the last reference, dropped unlocked.
-                Requeued::Dropped(task) => drop_quietly(task),
-            }
-        }
-        for _ in 0..finished {
-            self.queue.finished(); // Q4; wakes `wait_idle` if the pool went idle
-        }
+        self.after_run(finished, requeue, slot);
         let mut timed_out = false;
         loop {
             let c = self.control.load();
@@ -544,6 +527,52 @@ impl Pool {
                 Take::Stopped => timed_out = false,
             }
         }
+    }
+
+    /// What follows a run on its worker: a periodic task's re-queue into its home shard,
+    /// and only then its leaving the worker's `slot` (RN1 in `running.rs`), then the takes
+    /// the run finished (Q4; AW1 in `awaiting.rs`: only after the re-queue).
+    fn after_run(&self, finished: usize, requeue: Option<(TaskRef, Ticks)>, slot: &RunSlot) {
+        if let Some((task, next)) = requeue {
+            let mut q = self.queue.lock(task.header().home());
+            let requeued = self.requeue_locked(&mut q, task, next);
+            drop(q);
+            // RN1: out of the slot once re-queued (never the copy's last holder), and
+            // before a refused or dropped task loses the worker's reference.
+            drop_quietly(slot.leave());
+            match requeued {
+                Requeued::Queued => {}
+                // Rare (after shutdown): complete its future without the lock.
+                Requeued::Refused(task) => task.finish_cancelled(),
+                // U1: maybe the last reference, dropped unlocked.
+                Requeued::Dropped(task) => drop_quietly(task),
+            }
+        }
+        for _ in 0..finished {
+            self.queue.finished(); // Q4; wakes `wait_idle` if the pool went idle
+        }
+    }
+
+    /// A model's worker step (`pool/loom.rs`, whose thread plays the pool's one worker):
+    /// takes one due entry, if any, and runs it as the worker's loop does (`run_task`,
+    /// then `after_run`); `false` if nothing was due.
+    #[cfg(all(test, loom))]
+    pub(crate) fn model_step(self: &Arc<Self>, host: &Arc<dyn Host>, slot: &RunSlot) -> bool {
+        let now = self.clock().now();
+        let entry = {
+            let mut all = self.queue.lock_all();
+            let entry = all.shards().find_map(|g| g.poll());
+            if let Some(e) = &entry {
+                slot.enter(&e.task, now, e.deadline); // RN1: in the popping critical section
+            }
+            entry
+        };
+        let Some(entry) = entry else {
+            return false;
+        };
+        let after = run_task(self, (0, host), slot, entry, now);
+        self.after_run(after.finished, after.requeue, slot);
+        true
     }
 
     /// E1: a surplus worker that timed out gives up its reservation if another worker remains or

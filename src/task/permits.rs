@@ -131,7 +131,7 @@ impl AsyncPermits {
     }
 
     /// Permits held now (tests).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn in_use(&self) -> usize {
         self.state.lock().in_use
     }

@@ -1,5 +1,5 @@
 //! The crate's one `unsafe` module: [`TaskRef`], a counted thin pointer to a task with a
-//! vtable of its own (`ptr.rs`), and [`OnceCore`], a one-shot's slot without a mutex
+//! vtable of its own, which is also the task's `Waker` (`ptr.rs`), and [`OnceCore`], a one-shot's slot without a mutex
 //! (`slot.rs`). R1–R4 below are what every function of both files relies on.
 //!
 //! # Why
@@ -31,8 +31,10 @@
 //!   [`TaskRef::new`], or `typed_vtable::<T, J>()` by [`TaskRef::new_typed`], which alone
 //!   makes the [`TypedRef<T>`]s that call its `outcome` entry for that `T`. It is written
 //!   through `&mut` before the task is shared, and nothing writes it again.
-//! - R3: the header's count is the number of live `TaskRef`s to the task (at least 1
-//!   while any exists); the one that takes it to 0 frees the box, once.
+//! - R3: the header's count is the number of live `TaskRef`s to the task, and of its
+//!   owned `Waker`s (`ptr.rs`: a waker is a `TaskRef` behind a `RawWaker`; one lent by
+//!   `TaskRef::with_waker` owns none) (at least 1 while any exists); the one that takes it
+//!   to 0 frees the box, once.
 //!
 //! - R4 (a one-shot's slot, [`OnceCore`]): the slot holds what the task's state word says
 //!   (`state.rs`, "Flags"): the closure while `CLOSURE` is set, the output (DONE) or the

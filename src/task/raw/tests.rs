@@ -128,3 +128,127 @@ fn a_pending_one_shot_with_a_small_closure_fits_a_48_byte_chunk() {
     assert_eq!(size_of_task(&one_capture), 40, "one pointer captured");
     assert_eq!(size_of_task(&|| 7u64), 40, "an 8-byte output");
 }
+
+/// A task that counts its wake-ups (`Task::wake`), for the waker's tests.
+#[repr(C)]
+struct Woken {
+    header: Header,
+    wakes: AtomicUsize,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Woken {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl crate::task::Task for Woken {
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn header_mut(&mut self) -> &mut Header {
+        &mut self.header
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn schedule(&self) -> &crate::schedule::Schedule {
+        static ONCE: crate::schedule::Schedule = crate::schedule::Schedule::Once;
+        &ONCE
+    }
+
+    fn run(&self, _env: &crate::task::RunEnv<'_>) -> crate::task::RunReport {
+        crate::task::RunReport::NOT_RUN
+    }
+
+    fn run_now(&self, env: &crate::task::RunEnv<'_>, _: bool) -> crate::task::RunReport {
+        self.run(env)
+    }
+
+    fn finish_cancelled(&self) {}
+
+    fn wake(&self, me: &TaskRef) {
+        assert!(
+            std::ptr::eq(me.header(), &self.header),
+            "woken with its own reference"
+        );
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn woken() -> (TaskRef, Arc<AtomicUsize>) {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let task = TaskRef::new(Woken {
+        header: Header::new(false, 0),
+        wakes: AtomicUsize::new(0),
+        drops: drops.clone(),
+    });
+    (task, drops)
+}
+
+fn wakes(task: &TaskRef) -> usize {
+    let woken: &Woken = task.as_any().downcast_ref().expect("a Woken");
+    woken.wakes.load(Ordering::SeqCst)
+}
+
+/// A task's waker (`TaskRef::with_waker`) is a counted reference: a lent one counts none,
+/// a clone counts one, `wake` gives its count back, `wake_by_ref` keeps it, and the task
+/// is freed once, by the last of its references and wakers, whichever that is.
+#[test]
+fn a_tasks_waker_counts_its_references_and_wakes_the_task() {
+    let (task, drops) = woken();
+    let refs = |t: &TaskRef| t.header().refs.load(Ordering::SeqCst);
+    let kept = task.with_waker(|w| {
+        assert_eq!(refs(&task), 1, "a lent waker counts nothing");
+        w.wake_by_ref();
+        let clone = w.clone();
+        assert_eq!(refs(&task), 2, "a clone counts one");
+        assert!(clone.will_wake(w));
+        clone
+    });
+    assert_eq!(wakes(&task), 1);
+    kept.wake_by_ref();
+    let second = kept.clone();
+    kept.wake(); // by value: its count given back
+    assert_eq!((wakes(&task), refs(&task)), (3, 2));
+    drop(task);
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        0,
+        "the waker keeps the task alive"
+    );
+    second.wake();
+    assert_eq!(
+        drops.load(Ordering::SeqCst),
+        1,
+        "freed by its last waker's wake"
+    );
+}
+
+/// Wakers of one task cloned, woken and dropped on several threads (Miri's race detector
+/// sees the count and the free).
+#[test]
+fn a_tasks_wakers_on_many_threads_free_it_once() {
+    let (task, drops) = woken();
+    let waker = task.with_waker(Clone::clone);
+    drop(task);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            let mine = waker.clone();
+            s.spawn(move || {
+                for _ in 0..20 {
+                    mine.wake_by_ref();
+                    drop(mine.clone());
+                }
+                mine.wake();
+            });
+        }
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 0);
+    drop(waker);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+}
