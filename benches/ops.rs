@@ -509,7 +509,8 @@ impl std::future::Future for YieldOnce {
 }
 
 /// `n` async jobs due `SOON` on `rt` (`pending`: each future is pending once),
-/// then the signal task of [`manual_with_signal`].
+/// then the signal task of [`manual_with_signal`] (for runs that give their worker back
+/// while pending, an async job of their kind, which signals at its end).
 fn schedule_async_n<R: AsyncRuntime + Clone>(
     pool: &ScheduledThreadPoolExecutor,
     rt: &R,
@@ -527,8 +528,22 @@ fn schedule_async_n<R: AsyncRuntime + Clone>(
         };
         futs.push(fut.expect("accepted"));
     }
-    pool.schedule(SOON, move || tx.send(()).expect("main waits"))
-        .expect("accepted");
+    if pending && send {
+        // The runs end off their first take, in resumptions queued behind the signal
+        // task's take: the signal is a run of the same kind, resumed after all of theirs.
+        let make = move || {
+            let tx = tx.clone();
+            async move {
+                YieldOnce(false).await;
+                tx.send(()).expect("main waits");
+            }
+        };
+        pool.schedule_async_send(SOON, rt.clone(), make)
+            .expect("accepted");
+    } else {
+        pool.schedule(SOON, move || tx.send(()).expect("main waits"))
+            .expect("accepted");
+    }
     futs
 }
 

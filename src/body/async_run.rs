@@ -271,7 +271,8 @@ impl<R: AsyncRuntime, G, Fut> SendAsync<R, G, Fut> {
     /// `true` if this run goes on without its worker: on a pool's worker, with a runtime the
     /// pool can enter.
     fn off_worker(&self, cx: &RunCx<'_>) -> bool {
-        cx.env.on_worker && cx.env.pool.is_some() && self.runtime.can_enter()
+        let worker = cx.env.on_worker && cx.env.handoff.is_some() && cx.env.pool.is_some();
+        worker && self.runtime.can_enter()
     }
 }
 

@@ -7,12 +7,12 @@
 //! own thread: accounted here the same way.
 //!
 //! # Invariants
-//! - AW1: from the take that starts it until it ends, a run whose future is pending keeps
-//!   its take's count in `active` (Q4 in `queue/sharded.rs`: `wait_idle` and
-//!   `active_count` see it), a finisher party in the control word's `threads` (E5:
-//!   termination waits for it), and its place in the sleepers' list (S1: a stop finds it;
-//!   the task list shows it running). Whoever ends it gives the three back, after its
-//!   task's re-queue.
+//! - AW1: from its first pending poll (on its worker, whose take still counts) until it
+//!   ends, a run off its worker holds a count of its own in `active` (Q4 in
+//!   `queue/sharded.rs`, `hold`: `wait_idle` and `active_count` see it), a finisher party
+//!   in the control word's `threads` (E5: termination waits for it), and its place in the
+//!   sleepers' list (S1: a stop finds it; the task list shows it running). Whoever ends it
+//!   gives the three back, the count last, after its task's re-queue.
 //! - AW2: a woken run is queued only in a critical section of its home shard that read
 //!   the run state as not Stop, and with a worker reserved there if none is (E1, E2);
 //!   after `shutdown_now` has begun, the thread that woke it polls it to its end itself
@@ -27,14 +27,15 @@ use super::Pool;
 use crate::clock::{self, Ticks};
 use crate::sync::Arc;
 use crate::task::sleepers;
-use crate::task::{drop_quietly, Host, Pending, Polled, RunEnv, RunReport, Suspended, TaskRef};
+use crate::task::{
+    drop_quietly, Host, Pending, Polled, Resumed, RunEnv, RunReport, Suspended, TaskRef,
+};
 
 impl Pool {
     /// A worker's run (of `task`, taken at `started` for `deadline`) returned pending:
-    /// moves it into a suspended run (AW1) and polls it once, in `env` (the worker's).
-    /// `Pending`: it goes on without the worker, which must not finish its take;
-    /// `Ended`: it ended in that poll, and the report is its task's (its facts in
-    /// `resumed`).
+    /// moves it into a suspended run and polls it once, in `env` (the worker's).
+    /// `Pending`: it goes on without the worker (AW1's three taken); `Ended`: it ended in
+    /// that poll, and the worker accounts for it as for any run of its own.
     pub(super) fn suspend(
         self: &Arc<Self>,
         task: TaskRef,
@@ -46,28 +47,31 @@ impl Pool {
         let key = sleepers::key(&*task);
         let run = Suspended::start(task, pending, host.clone(), deadline, started);
         // A run that ends in its first poll never leaves its worker: only one that is
-        // pending takes AW1's party and place, before the worker gives it up (S1: and a
-        // stop made before the listing is seen by the poll `Suspended::poll` then makes).
+        // pending takes AW1's three, while the worker's take still counts and before the
+        // worker gives the run up (S1: a stop made before the listing is seen by the poll
+        // `Suspended::poll` then makes).
         let mut listed = false;
         let mut list = || {
+            self.queue.hold(); // AW1: its own count in `active` (Q4)
             self.control.finisher_start(); // AW1: termination waits for the run
             self.sleepers.join_run(key, run.clone()); // AW1, S1
             listed = true;
         };
         let polled = Suspended::poll(&run, env, Some(&mut list));
-        if listed && matches!(polled, Polled::Ended(_)) {
-            self.run_left(&run); // a stop's poll ended it
+        if listed && matches!(polled, Polled::Ended(..)) {
+            self.run_left(&run); // a stop's poll ended it: nothing to re-queue
         }
         polled
     }
 
-    /// A suspended run ended: it leaves the sleepers' list and gives its finisher party
-    /// back (AW1); its take's count is the caller's to give back.
+    /// A suspended run ended: it leaves the sleepers' list, gives its finisher party
+    /// back, and then its count in `active` (AW1: the caller has re-queued its task).
     pub(super) fn run_left(&self, run: &TaskRef) {
         drop_quietly(self.sleepers.leave_run(run));
         if self.control.finisher_done() {
             self.log_terminated();
         }
+        self.queue.finished();
     }
 
     /// Queues a woken suspended run (the caller owns it: QUEUED) for a worker (AW2).
@@ -134,40 +138,39 @@ impl Pool {
             task: Some(&run),
             pool: Some(self),
             on_worker: true,
+            handoff: None,
         };
-        if let Polled::Ended(report) = Suspended::poll(&run, &env, None) {
-            self.ended_off_worker(&run, report);
+        if let Polled::Ended(report, facts) = Suspended::poll(&run, &env, None) {
+            self.ended_off_worker(&run, &report, facts);
         }
         drop_quietly(run);
     }
 
     /// The end of a suspended run off the workers: accounted, its task re-queued (if the
-    /// run state allows) or dropped, and AW1's three given back.
-    fn ended_off_worker(self: &Arc<Self>, run: &TaskRef, mut report: RunReport) {
-        let resumed = report.resumed.take().expect("an ended run's facts");
-        let lateness = clock::since(resumed.started, resumed.deadline);
+    /// run state allows) or dropped, and then AW1's three given back.
+    fn ended_off_worker(self: &Arc<Self>, run: &TaskRef, report: &RunReport, facts: Resumed) {
+        let lateness = clock::since(facts.started, facts.deadline);
         #[cfg(feature = "metrics")]
         if report.ran {
-            let took = self.clock().now().saturating_sub(resumed.started);
+            let took = self.clock().now().saturating_sub(facts.started);
             self.run_time.record(0, took);
-            if let Some(timer) = resumed.task.timer() {
+            if let Some(timer) = facts.task.timer() {
                 timer.record(std::time::Duration::from_nanos(took));
             }
         }
         account(
             self,
             0,
-            &resumed.task,
-            &report,
-            resumed.started,
-            resumed.deadline,
+            &facts.task,
+            report,
+            facts.started,
+            facts.deadline,
             lateness,
         );
         match report.next {
-            Some(next) => self.requeue(resumed.task, next),
-            None => drop_quietly(resumed.task),
+            Some(next) => self.requeue(facts.task, next),
+            None => drop_quietly(facts.task),
         }
-        self.queue.finished(); // AW1: the run's take (Q4)
         self.run_left(run);
         wake_if_drained(self); // E3
     }

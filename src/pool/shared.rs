@@ -171,6 +171,7 @@ impl Pool {
             task: Some(task),
             pool: Some(self),
             on_worker: false,
+            handoff: None,
         }
     }
 

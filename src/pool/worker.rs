@@ -26,7 +26,9 @@ use crate::config::Hook;
 use crate::queue::Take;
 use crate::stats;
 use crate::sync::Arc;
-use crate::task::{drop_quietly, Host, Polled, Resumed, RunEnv, RunReport, TaskRef};
+use crate::task::{
+    drop_quietly, Handoff, Host, Polled, Resumed, RunEnv, RunReport, TaskRef, ToWorker, HANDED,
+};
 
 thread_local! {
     /// The address of the `Pool` this thread works for; 0 on other threads.
@@ -74,19 +76,17 @@ pub(crate) fn run(pool: Arc<Pool>, index: usize) {
         guard.pool.name(),
     );
     let mut requeue = None;
-    let mut finished = 0;
-    // What this worker's suspended runs keep of the pool (`awaiting.rs`): made once.
-    let host = guard.pool.owned();
+    // What this worker's suspended runs keep of the pool (`awaiting.rs`), and where an
+    // async run hands something to the worker: made once.
+    let (host, handoff) = (guard.pool.owned(), Handoff::new(None));
     loop {
+        let finished = guard.active;
         guard.active = false;
-        match guard
-            .pool
-            .next_task(std::mem::take(&mut finished), requeue.take(), &guard.slot)
-        {
+        match guard.pool.next_task(finished, requeue.take(), &guard.slot) {
             Some((entry, now)) => {
                 guard.active = true;
-                let after = run_task(&guard.pool, (index, &host), &guard.slot, entry, now);
-                (requeue, finished) = (after.requeue, after.finished);
+                let worker = (index, &host, &handoff);
+                requeue = run_task(&guard.pool, worker, &guard.slot, entry, now);
             }
             None => {
                 guard.released = true;
@@ -105,82 +105,66 @@ pub(crate) fn run(pool: Arc<Pool>, index: usize) {
     CURRENT_POOL.with(|p| p.set(0));
 }
 
-/// What `next_task` does after a run: re-queue a periodic task, and finish takes (Q4).
-struct AfterRun {
-    /// A periodic task's next run, which `next_task` re-queues into the task's home shard
-    /// (one critical section of its own) before it takes the next task.
-    requeue: Option<(TaskRef, clock::Ticks)>,
-    /// Takes to finish: this one (1), none if its run went on without the worker, or also
-    /// the take of a suspended run that ended in this poll (AW1 in `awaiting.rs`).
-    finished: usize,
-}
-
 /// Runs one task taken from the queue at `now` by worker `index` (WK2), and records its
 /// lateness (start − deadline). The run is in the worker's `slot` from its take until
-/// `next_task` has re-queued a periodic task (RN1 in `running.rs`).
+/// `next_task` has re-queued a periodic task (RN1 in `running.rs`). Returns a periodic
+/// task's next run, which `next_task` re-queues into the task's home shard (one critical
+/// section of its own) before it takes the next task. An async run that hands something
+/// to the worker (`task::ToWorker`: it went on without it, or a suspended run's poll ended
+/// its run) takes [`async_run_end`], so a closure's run pays only the look at the
+/// hand-off.
 fn run_task(
     pool: &Arc<Pool>,
-    (index, host): (usize, &Arc<dyn Host>),
+    (index, host, handoff): (usize, &Arc<dyn Host>, &Handoff),
     slot: &RunSlot,
     entry: Entry,
     now: clock::Ticks,
-) -> AfterRun {
+) -> Option<(TaskRef, clock::Ticks)> {
     let Entry { deadline, task, .. } = entry;
     let lateness = clock::since(now, deadline);
-    let mut report = run_in_span(pool, index, &task, now, lateness);
-    let mut finished = 1;
-    let (task, deadline, started, lateness) =
-        if report.pending.is_none() && report.resumed.is_none() {
-            (task, deadline, now, lateness)
-        } else {
-            let run = (task, deadline, now);
-            let Some((ended, takes)) = async_run_end(pool, host, slot, run, &mut report) else {
-                // The run goes on without this worker (AW1: its take stays counted).
-                return AfterRun {
-                    requeue: None,
-                    finished: 0,
-                };
-            };
-            finished = takes;
-            let lateness = clock::since(ended.started, ended.deadline);
-            (ended.task, ended.deadline, ended.started, lateness)
-        };
+    let report = run_in_span(pool, index, &task, (now, lateness), handoff);
     probe!(Take);
-    account(pool, index, &task, &report, started, deadline, lateness);
+    account(pool, index, &task, &report, now, deadline, lateness);
     match report.next {
-        Some(next) => AfterRun {
-            requeue: Some((task, next)), // leaves the slot after its re-queue
-            finished,
-        },
+        // An async run left something to the worker (`task::ToWorker`); its report is
+        // empty, so the accounting above did nothing.
+        Some(HANDED) => {
+            let left = handoff
+                .take()
+                .expect("a run that reports HANDED left something");
+            async_run_end(pool, (index, host), slot, (task, deadline, now), left)
+        }
+        Some(next) => Some((task, next)), // leaves the slot after its re-queue
         None => {
             drop_quietly(slot.leave()); // RN1: before the worker's own reference
             drop_quietly(task); // may drop the task and an unclaimed output (WK2)
-            AfterRun {
-                requeue: None,
-                finished,
-            }
+            None
         }
     }
 }
 
-/// An async run that gave its worker back (`report.pending`: it is moved into a suspended
-/// run and polled once, `awaiting.rs`), or a suspended run's poll that ended its run
-/// (`report.resumed`): the run that ended here, with the takes to finish (1: its own take
-/// was this one; 2: its take, and this poll's), or `None` if the worker's own run went on
-/// without it (its slot left).
+/// What a worker does with what an async run left it (`awaiting.rs`, AW1):
+/// - [`ToWorker::GoesOn`]: the run is moved into a suspended run and polled once; if it
+///   is pending it goes on without the worker (its slot left: the sleepers' list shows it
+///   now), else it ended there and is the worker's own run's end;
+/// - [`ToWorker::Ended`]: this take was a suspended run's poll, which ended its run:
+///   [`resumed_run_end`].
+///
+/// The worker's loop finishes this take, whatever it was.
 #[cold]
 fn async_run_end(
     pool: &Arc<Pool>,
-    host: &Arc<dyn Host>,
+    (index, host): (usize, &Arc<dyn Host>),
     slot: &RunSlot,
     (task, deadline, now): (TaskRef, clock::Ticks, clock::Ticks),
-    report: &mut RunReport,
-) -> Option<(Resumed, usize)> {
-    let Some(pending) = report.pending.take() else {
-        let resumed = report.resumed.take().expect("a suspended run's end");
-        pool.run_left(&task); // AW1; the worker's slot shows the run until its re-queue
-        drop_quietly(task);
-        return Some((resumed, 2));
+    left: ToWorker,
+) -> Option<(TaskRef, clock::Ticks)> {
+    let pending = match left {
+        ToWorker::Ended(facts, report) => {
+            resumed_run_end(pool, (index, slot), task, facts, &report);
+            return None;
+        }
+        ToWorker::GoesOn(pending) => pending,
     };
     let env = RunEnv {
         now,
@@ -189,17 +173,91 @@ fn async_run_end(
         task: None,
         pool: Some(pool),
         on_worker: true,
+        handoff: None,
     };
-    match pool.suspend(task, pending, (deadline, now), host, &env) {
-        Polled::Ended(ended) => {
-            *report = ended;
-            report.resumed.take().map(|r| (r, 1)) // its take was this one
-        }
+    let (report, facts) = match pool.suspend(task, pending, (deadline, now), host, &env) {
+        Polled::Ended(report, facts) => (report, facts),
         Polled::Pending => {
             drop_quietly(slot.leave()); // AW1: listed before this
+            return None;
+        }
+    };
+    // It ended in its first poll, on this worker: the worker's own run's end.
+    record_run_time(pool, index, &facts.task, &report, facts.started);
+    let lateness = clock::since(facts.started, facts.deadline);
+    account(
+        pool,
+        index,
+        &facts.task,
+        &report,
+        facts.started,
+        facts.deadline,
+        lateness,
+    );
+    match report.next {
+        Some(next) => Some((facts.task, next)), // leaves the slot after its re-queue
+        None => {
+            drop_quietly(slot.leave());
+            drop_quietly(facts.task);
             None
         }
     }
+}
+
+/// A suspended run's poll (`entry`, the run's queue entry) ended its run: the run is
+/// accounted for with its own deadline and start, its task re-queued, the worker's slot
+/// left, and only then AW1's three given back (`Pool::run_left`).
+fn resumed_run_end(
+    pool: &Arc<Pool>,
+    (index, slot): (usize, &RunSlot),
+    entry: TaskRef,
+    facts: Resumed,
+    report: &RunReport,
+) {
+    record_run_time(pool, index, &facts.task, report, facts.started);
+    let lateness = clock::since(facts.started, facts.deadline);
+    account(
+        pool,
+        index,
+        &facts.task,
+        report,
+        facts.started,
+        facts.deadline,
+        lateness,
+    );
+    match report.next {
+        // RN1: the slot holds the entry until after the re-queue.
+        Some(next) => pool.after_run(Some((facts.task, next)), slot),
+        None => {
+            drop_quietly(slot.leave());
+            drop_quietly(facts.task);
+        }
+    }
+    pool.run_left(&entry);
+    drop_quietly(entry);
+}
+
+/// The run-time histograms of a run that `started` and ended now (feature `metrics`).
+#[inline]
+fn record_run_time(
+    pool: &Pool,
+    index: usize,
+    task: &TaskRef,
+    report: &RunReport,
+    started: clock::Ticks,
+) {
+    #[cfg(feature = "metrics")]
+    if report.ran {
+        // The run's duration on the pool's clock (`telemetry.rs`): the striped
+        // histogram the metrics thread publishes, and the task's own series.
+        let took = pool.clock().now().saturating_sub(started);
+        pool.run_time.record(index, took);
+        if let Some(timer) = task.timer() {
+            timer.record(std::time::Duration::from_nanos(took));
+        }
+    }
+    #[cfg(not(feature = "metrics"))]
+    let _ = (pool, index, task, report, started);
 }
 
 /// The run itself, in its `task` span at the pool's `task_span_level`, and, with the
@@ -211,8 +269,8 @@ fn run_in_span(
     pool: &Arc<Pool>,
     index: usize,
     task: &TaskRef,
-    now: clock::Ticks,
-    lateness: std::time::Duration,
+    (now, lateness): (clock::Ticks, std::time::Duration),
+    handoff: &Handoff,
 ) -> RunReport {
     let header = task.header();
     // A span's level is part of its callsite: one per level.
@@ -247,6 +305,7 @@ fn run_in_span(
         task: Some(task),
         pool: Some(pool),
         on_worker: true,
+        handoff: Some(handoff),
     };
     probe!(Run);
     let span = span.unwrap_or_else(tracing::Span::none);
@@ -256,15 +315,10 @@ fn run_in_span(
         crate::user::traced(move || drop(entered));
         report
     };
+    // An async run's hand-off (an empty report) records its own (`async_run_end`).
     #[cfg(feature = "metrics")]
     if report.ran {
-        // The run's duration on the pool's clock (`telemetry.rs`): the striped
-        // histogram the metrics thread publishes, and the task's own series.
-        let took = pool.clock().now().saturating_sub(now);
-        pool.run_time.record(index, took);
-        if let Some(timer) = task.timer() {
-            timer.record(std::time::Duration::from_nanos(took));
-        }
+        record_run_time(pool, index, task, &report, now);
     }
     #[cfg(not(feature = "metrics"))]
     let _ = index;
@@ -275,7 +329,9 @@ fn run_in_span(
 /// What the pool keeps of a run that was due at `deadline` and taken at `now`: its
 /// lateness, and the counters of a late start, a pause and a skip; the pool's events about
 /// the run, if any, are [`run_events`]'s.
-#[inline]
+// Always: on a closure's path it is the worker's own accounting, inlined as it was before
+// the async paths (which call it too, from their cold functions) existed.
+#[inline(always)]
 pub(super) fn account(
     pool: &Arc<Pool>,
     index: usize,
@@ -463,18 +519,20 @@ impl Pool {
     }
 
     /// The worker's next task (Java: `getTask`), with the worker's bookkeeping: `finished`
-    /// counts the takes the caller's run finished (Q4: its own, none if its run went on
-    /// without it, two if it ended a suspended run: AW1 in `awaiting.rs`), `requeue` carries a periodic task's next run
+    /// says the caller just ran a task (its take, Q4), `requeue` carries a periodic task's next run
     /// (re-queued into its home shard first, and only then taken out of the worker's
     /// `slot`: RN1 in `running.rs`). Returns `None` when the worker must exit, having
     /// released its reservation under every shard's lock (E1).
     pub(crate) fn next_task(
         &self,
-        finished: usize,
+        finished: bool,
         requeue: Option<(TaskRef, Ticks)>,
         slot: &RunSlot,
     ) -> Option<(Entry, Ticks)> {
-        self.after_run(finished, requeue, slot);
+        self.after_run(requeue, slot);
+        if finished {
+            self.queue.finished(); // Q4; wakes `wait_idle` if the pool went idle
+        }
         let mut timed_out = false;
         loop {
             let c = self.control.load();
@@ -530,9 +588,10 @@ impl Pool {
     }
 
     /// What follows a run on its worker: a periodic task's re-queue into its home shard,
-    /// and only then its leaving the worker's `slot` (RN1 in `running.rs`), then the takes
-    /// the run finished (Q4; AW1 in `awaiting.rs`: only after the re-queue).
-    fn after_run(&self, finished: usize, requeue: Option<(TaskRef, Ticks)>, slot: &RunSlot) {
+    /// and only then its leaving the worker's `slot` (RN1 in `running.rs`). Always inlined:
+    /// the worker's own path, as before the async paths shared it.
+    #[inline(always)]
+    fn after_run(&self, requeue: Option<(TaskRef, Ticks)>, slot: &RunSlot) {
         if let Some((task, next)) = requeue {
             let mut q = self.queue.lock(task.header().home());
             let requeued = self.requeue_locked(&mut q, task, next);
@@ -547,9 +606,6 @@ impl Pool {
                 // U1: maybe the last reference, dropped unlocked.
                 Requeued::Dropped(task) => drop_quietly(task),
             }
-        }
-        for _ in 0..finished {
-            self.queue.finished(); // Q4; wakes `wait_idle` if the pool went idle
         }
     }
 
@@ -570,8 +626,10 @@ impl Pool {
         let Some(entry) = entry else {
             return false;
         };
-        let after = run_task(self, (0, host), slot, entry, now);
-        self.after_run(after.finished, after.requeue, slot);
+        let handoff = Handoff::new(None);
+        let requeue = run_task(self, (0, host, &handoff), slot, entry, now);
+        self.after_run(requeue, slot);
+        self.queue.finished();
         true
     }
 

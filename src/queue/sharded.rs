@@ -74,7 +74,8 @@
 //!   uses one counter, whose order agrees with happens-before.
 //! - Q4: `active` counts takes not yet `finished`; a take increments it in the critical
 //!   section that pops, so a thread holding every shard lock sees each due entry either
-//!   queued or counted (`wait_idle`).
+//!   queued or counted (`wait_idle`). A run that goes on after its take finished holds a
+//!   count of its own (`hold`), taken while the take's still counts.
 //! - Q6: bit `i` of `nonempty` is set iff shard `i`'s published head is not `EMPTY`,
 //!   whenever that shard's lock is free; only its lock holder changes the bit, after the
 //!   head and before the unlock. So every scan (the take's pick and Q3's re-scan, the
@@ -559,6 +560,16 @@ impl<E: Timed + Tracked, X> ShardedQueue<E, X> {
         if self.active.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.notify_idle();
         }
+    }
+
+    /// One more take in progress, not a pop's: a run that goes on after its worker's take
+    /// finishes (an async run off its worker, `pool/awaiting.rs`), made while that take
+    /// still counts, so `active` does not reach zero between the two (Q4); given back by
+    /// [`finished`](Self::finished).
+    #[inline]
+    pub(crate) fn hold(&self) {
+        // AcqRel: as the pop's increment (module notes).
+        self.active.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Takes in progress (Q4).

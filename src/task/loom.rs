@@ -14,6 +14,7 @@ use crate::task::{state::State, OnceTask, PeriodicTask, Plain, RunEnv, TaskRef};
 /// The environment of a bare run at time 0 (no pool, no counters).
 fn bare_env(clock: &Clock) -> RunEnv<'_> {
     RunEnv {
+        handoff: None,
         now: 0,
         clock,
         counters: None,

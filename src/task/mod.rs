@@ -94,8 +94,8 @@ pub(crate) use permits::{AsyncPermits, Permit};
 pub(crate) use raw::{TaskRef, TypedRef};
 use run::count_run;
 pub(crate) use run::{
-    Declined, Host, Label, OnceBody, OnceResume, Pending, PeriodicBody, Plain, Ran, Resumed, RunCx,
-    RunEnv, RunReport, Step, TaskName,
+    Declined, Handoff, Host, Label, OnceBody, OnceResume, Pending, PeriodicBody, Plain, Ran,
+    Resumed, RunCx, RunEnv, RunReport, Step, TaskName, ToWorker, HANDED,
 };
 pub(crate) use suspended::{Polled, Suspended};
 
@@ -202,6 +202,7 @@ pub(crate) mod testing {
             task: None,
             pool: None,
             on_worker: false,
+            handoff: None,
         }
     }
 

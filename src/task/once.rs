@@ -12,7 +12,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use super::raw::{OnceCore, Started, StartedRun};
-use super::run::{Pending, Resume};
+use super::run::{Pending, Resume, ToWorker};
 use super::{
     count_run, drop_quietly, waiting, Header, Label, OnceBody, OnceResume, Outcome, Ran, RunCx,
     RunEnv, RunReport, Task, TypedTask,
@@ -71,24 +71,31 @@ where
     /// The run after a successful start, with the closure it took.
     fn run_started(&self, env: &RunEnv<'_>, f: F, run: Started<'_, F, T>) -> RunReport {
         let cx = self.cx(env);
-        match run_caught(|| f.call(&cx)) {
-            Ok(Ran::Pending(body)) => {
-                // The run goes on without this thread (`suspended.rs`), with its proof.
-                let run = OnceRun::<F, T, N> {
-                    body,
-                    run: Some(run.detach()),
-                    types: PhantomData,
-                };
-                RunReport {
-                    pending: Some(Pending(Box::new(run))),
-                    ..RunReport::NOT_RUN
-                }
-            }
-            outcome => self.end_run(env, run, outcome),
-        }
+        self.end_run(env, run, run_caught(|| f.call(&cx)))
+    }
+
+    /// A run whose body's future is pending goes on without this thread
+    /// (`suspended.rs`), with its proof: handed to the worker.
+    #[cold]
+    fn goes_on(
+        &self,
+        env: &RunEnv<'_>,
+        run: Started<'_, F, T>,
+        body: Box<dyn OnceResume<T>>,
+    ) -> RunReport {
+        let run = OnceRun::<F, T, N> {
+            body,
+            run: Some(run.detach()),
+            types: PhantomData,
+        };
+        // `SendAsync` suspends only where the worker takes the hand-off.
+        let handoff = env.handoff.expect("a run off its worker is a worker's run");
+        handoff.set(Some(ToWorker::GoesOn(Pending(Box::new(run)))));
+        RunReport::HANDED
     }
 
     /// The context of the run.
+    #[inline]
     fn cx<'a>(&'a self, env: &'a RunEnv<'a>) -> RunCx<'a> {
         let header = self.core.header();
         RunCx {
@@ -102,20 +109,22 @@ where
     }
 
     /// The end of the run, with what its body did (here, or on the thread that resumed
-    /// it: `OnceRun`).
+    /// it: `OnceRun`). Always inlined: a closure's run, as before the async path shared it.
+    #[inline(always)]
     fn end_run(
         &self,
         env: &RunEnv<'_>,
         run: Started<'_, F, T>,
         outcome: Result<Ran<T>, crate::error::Caught>,
     ) -> RunReport {
-        count_run(env.counters, outcome.is_err());
         let (stored, panic) = match outcome {
             Ok(Ran::Output(value)) => (Ok(value), None),
             Ok(Ran::Stopped) => (Err(None), None),
-            Ok(Ran::Pending(_)) => unreachable!("a body's end is never pending"),
             Err((payload, msg)) => (Err(Some(payload)), Some(msg)),
+            // Only from the first call (`OnceRun`'s resume is never `Ready(Pending)`).
+            Ok(Ran::Pending(body)) => return self.goes_on(env, run, body),
         };
+        count_run(env.counters, panic.is_some());
         // T2: the exchange fails only if an interrupt cancelled the run meanwhile; the
         // interrupter completed the future, and the outcome is dropped here.
         let won = match stored {

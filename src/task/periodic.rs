@@ -22,7 +22,7 @@ use crate::telemetry::TaskTimer;
 use std::ops::ControlFlow;
 use std::task::{Poll, Waker};
 
-use super::run::{Pending, Resume};
+use super::run::{Pending, Resume, ToWorker};
 
 /// The closure of a periodic task, in the stage while the task is not running (T3).
 struct Body<F> {
@@ -119,7 +119,8 @@ impl<F: PeriodicBody> Resume for PeriodicRun<F> {
             ControlFlow::Break(after) => after,
         };
         let body = self.body.take().expect("taken once");
-        Poll::Ready(task.end_run(after, self.scheduled, body, report, self.then_cancel))
+        let ended = task.end_run(env, after, (self.scheduled, body), report, self.then_cancel);
+        Poll::Ready(ended)
     }
 }
 
@@ -225,16 +226,17 @@ impl<F: PeriodicBody> PeriodicTask<F> {
         let scheduled = self.header.deadline();
         let mut report = RunReport::NOT_RUN;
         let after = self.decide(env, then_cancel, scheduled, &mut body, &mut report);
-        self.end_run(after, scheduled, body, report, then_cancel)
+        self.end_run(env, after, (scheduled, body), report, then_cancel)
     }
 
     /// Applies what a run decided (one `match`): the task ends, is re-queued, or its run
     /// goes on without this thread, its future pending (`suspended.rs`).
+    #[inline(always)] // a closure's run, as before the async path shared it
     fn end_run(
         &self,
+        env: &RunEnv<'_>,
         after: AfterRun,
-        scheduled: Ticks,
-        mut body: Body<F>,
+        (scheduled, mut body): (Ticks, Body<F>),
         report: RunReport,
         then_cancel: bool,
     ) -> RunReport {
@@ -254,10 +256,10 @@ impl<F: PeriodicBody> PeriodicTask<F> {
                     scheduled,
                     then_cancel,
                 };
-                return RunReport {
-                    pending: Some(Pending(Box::new(run))),
-                    ..RunReport::NOT_RUN
-                };
+                // `SendAsync` suspends only where the worker takes the hand-off.
+                let handoff = env.handoff.expect("a run off its worker is a worker's run");
+                handoff.set(Some(ToWorker::GoesOn(Pending(Box::new(run)))));
+                return RunReport::HANDED;
             }
         }
         report

@@ -18,13 +18,6 @@ use super::{sleepers, Header, Task, TaskRef};
 /// What a worker learns from one run.
 #[derive(Debug)]
 pub(crate) struct RunReport {
-    /// The run's future is pending (an async body that gives its worker back): the run
-    /// goes on without this thread, in a suspended run made from this continuation
-    /// (`suspended.rs`); the rest of the report is empty.
-    pub(crate) pending: Option<Pending>,
-    /// This was a suspended run's poll (its queue entry, `suspended.rs`), and its run
-    /// ended: that run's task and facts; the rest of the report is that run's.
-    pub(crate) resumed: Option<Resumed>,
     /// The closure ran (false: the task was cancelled before it could start, or skipped).
     pub(crate) ran: bool,
     /// The run was skipped for `max_lateness`.
@@ -39,8 +32,6 @@ pub(crate) struct RunReport {
 
 impl RunReport {
     pub(crate) const NOT_RUN: RunReport = RunReport {
-        pending: None,
-        resumed: None,
         ran: false,
         skipped: false,
         paused: false,
@@ -49,7 +40,39 @@ impl RunReport {
     };
 }
 
-/// The continuation of a run whose body's future is pending ([`RunReport::pending`]):
+/// The `next` of a run's report that left something to its worker in
+/// [`RunEnv::handoff`] ([`ToWorker`]); the rest of the report is empty. No deadline is
+/// ever this (C1 in `clock.rs`: a deadline is at most `FAR_FUTURE`, or `NEVER`), and the
+/// worker looks at it only where it looks at `next` already (a periodic task's
+/// re-queue), so a one-shot closure's run pays nothing for it.
+pub(crate) const HANDED: Ticks = u64::MAX - 1;
+
+const _: () = assert!(crate::clock::FAR_FUTURE < HANDED && crate::clock::NEVER != HANDED);
+
+/// What a run leaves to its worker, through [`RunEnv::handoff`], reporting
+/// [`HANDED`]: only the runs of async bodies that give their worker back do.
+#[derive(Debug)]
+pub(crate) enum ToWorker {
+    /// The run's future is pending: the run goes on without the worker, in a suspended
+    /// run made from this continuation (`suspended.rs`).
+    GoesOn(Pending),
+    /// This was a suspended run's poll (its queue entry), and its run ended: that run's
+    /// task and facts, and its report.
+    Ended(Resumed, RunReport),
+}
+
+/// Where a run leaves what it hands its worker ([`ToWorker`]).
+pub(crate) type Handoff = std::cell::Cell<Option<ToWorker>>;
+
+impl RunReport {
+    /// The report of a run that left something to its worker ([`HANDED`]).
+    pub(crate) const HANDED: RunReport = RunReport {
+        next: Some(HANDED),
+        ..RunReport::NOT_RUN
+    };
+}
+
+/// The continuation of a run whose body's future is pending ([`ToWorker::GoesOn`]):
 /// polled by whoever resumes the run (`suspended.rs`), in that thread's environment
 /// (`env.task` is the run's task, `env.now` the run's start). `Ready` carries the report
 /// of the run's end, applied to its task as a run's end is (the task re-queued, or its
@@ -67,7 +90,7 @@ impl fmt::Debug for Pending {
     }
 }
 
-/// The facts of a suspended run that ended ([`RunReport::resumed`]).
+/// The facts of a suspended run that ended ([`ToWorker::Ended`]).
 #[derive(Debug)]
 pub(crate) struct Resumed {
     /// The run's task (the reference the run's worker took from the queue).
@@ -96,6 +119,8 @@ pub(crate) struct RunEnv<'a> {
     /// The run is on one of the pool's workers (not a `CallerRuns` run or a
     /// `PendingTask::run` on the caller's thread): `shutdown_now` asks it to stop.
     pub(crate) on_worker: bool,
+    /// Where the run leaves what it hands its worker ([`ToWorker`]): on a worker only.
+    pub(crate) handoff: Option<&'a Handoff>,
 }
 
 /// What a run, and a task's handles, may ask of the pool that holds it: the seam between

@@ -36,8 +36,9 @@
 //! the pool's run state), fences, and reads the runs listed under its task's key (S1 in
 //! `sleepers.rs`): each one it finds is claimed if IDLE, notified if POLLING (its poller
 //! queues it again, and the next poll sees the stop), and left to its holder if QUEUED
-//! (whose poll sees the stop). A run lists itself before its first poll, whose start
-//! checks for a stop, so a stop that does not find it is seen by that poll.
+//! (whose poll sees the stop). A run lists itself once its first poll is pending, and
+//! then checks for a stop (polling again, to drop the future, if it finds one), so a stop
+//! that does not find it is seen by that check.
 //!
 //! # Invariants
 //! - SU1: at most one thread owns a run's continuation: the phase moves out of IDLE and
@@ -53,7 +54,7 @@
 
 use std::task::Poll;
 
-use super::run::{Pending, Resumed};
+use super::run::{Pending, Resumed, ToWorker};
 use super::{Header, Host, RunEnv, RunReport, Task, TaskRef};
 use crate::clock::Ticks;
 use crate::schedule::Schedule;
@@ -96,8 +97,8 @@ pub(crate) struct Suspended {
 /// What a poll of a suspended run came to.
 #[derive(Debug)]
 pub(crate) enum Polled {
-    /// The run ended; the report is its task's, with [`RunReport::resumed`] set.
-    Ended(RunReport),
+    /// The run ended: its task's report, and the run's facts.
+    Ended(RunReport, Resumed),
     /// The run's future is pending again (idle, or queued again if it was woken meanwhile).
     Pending,
 }
@@ -246,15 +247,15 @@ impl Suspended {
             }
         };
         match polled {
-            Poll::Ready(mut report) => {
+            Poll::Ready(report) => {
                 me.phase.store(DONE, Ordering::Release);
                 super::drop_quietly(cont); // what is left of the body: user code (U2)
-                report.resumed = Some(Resumed {
+                let facts = Resumed {
                     task: me.task.clone(),
                     deadline: me.deadline,
                     started: me.started,
-                });
-                Polled::Ended(report)
+                };
+                Polled::Ended(report, facts)
             }
             Poll::Pending => {
                 *me.cont.lock() = Some(cont);
@@ -313,14 +314,19 @@ impl Task for Suspended {
         Suspended::wake(me);
     }
 
-    /// A worker took the run from the queue: it polls it.
+    /// A worker took the run from the queue: it polls it; a run that ends hands its facts
+    /// to the worker, which accounts for it as its task's run.
     fn run(&self, env: &RunEnv<'_>) -> RunReport {
         let me = env.task.expect("a worker's take knows its entry");
         if !Suspended::take_queued(me) {
             return RunReport::NOT_RUN; // never: only a waker queues it, and as QUEUED
         }
         match Suspended::poll(me, env, None) {
-            Polled::Ended(report) => report,
+            Polled::Ended(report, facts) => {
+                let handoff = env.handoff.expect("a worker's take");
+                handoff.set(Some(ToWorker::Ended(facts, report)));
+                RunReport::HANDED
+            }
             Polled::Pending => RunReport::NOT_RUN,
         }
     }
