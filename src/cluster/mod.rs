@@ -19,7 +19,9 @@
 //! Providers: [`LocalLock`] (in-process, for tests and single-node use); with the cargo
 //! feature `postgres`, `PgLock` (a table in PostgreSQL, with the database's clock; over
 //! TLS with the feature `postgres-tls`); with the feature `redis`, `RedisLock` (a hash per
-//! lock in Redis, with the server's clock; over TLS with `redis-tls`).
+//! lock in Redis, with the server's clock; over TLS with `redis-tls`). With the feature
+//! `contract`, `contract` runs the store contract against any of them, or a store of
+//! your own.
 //!
 //! ```
 //! use schedpool::cluster::{Exclusive, LocalLock};
@@ -71,6 +73,9 @@
 //! comes before the acquisition, not in its atomic step: a run whose check came just
 //! before the pause still runs, as a run in progress does.
 
+#[cfg(feature = "contract")]
+#[cfg_attr(docsrs, doc(cfg(feature = "contract")))]
+pub mod contract;
 mod local;
 #[cfg(feature = "postgres")]
 mod pg;
