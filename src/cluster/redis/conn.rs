@@ -33,7 +33,12 @@ const MAX_IDLE: usize = 4;
 
 /// The connections of one lock.
 pub(super) struct Connections {
+    /// Makes the TCP (and TLS) connection; its handshake is empty (`Setup`).
     client: Client,
+    /// What a new connection sends before its first call.
+    setup: Setup,
+    /// Where the lock connects, for messages (`target`).
+    target: String,
     /// Connections that finished their last call cleanly (RS1), the latest last.
     idle: Mutex<Vec<Connection>>,
     /// The bound on every call, connecting included.
@@ -42,6 +47,15 @@ pub(super) struct Connections {
     connect_timeout: Duration,
     /// `CLIENT SETNAME` of each new connection (`CLIENT LIST` shows it).
     client_name: String,
+}
+
+/// What a new connection sends before its first call: `AUTH` (if a password is given)
+/// and `SELECT` (if the database is not 0).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Setup {
+    pub(super) db: i64,
+    pub(super) username: Option<String>,
+    pub(super) password: Option<String>,
 }
 
 /// What a call's script answered, and whether it ran on a second connection (RS2): the
@@ -54,12 +68,16 @@ pub(super) struct Reply<T> {
 impl Connections {
     pub(super) fn new(
         client: Client,
+        setup: Setup,
         timeout: Duration,
         connect_timeout: Duration,
         client_name: String,
     ) -> Self {
+        let target = target(&client, &setup);
         Connections {
             client,
+            setup,
+            target,
             idle: Mutex::new(Vec::new()),
             timeout,
             connect_timeout: connect_timeout.min(timeout),
@@ -140,53 +158,56 @@ impl Connections {
         if e.is_timeout() {
             return LockError::Timeout(self.timeout);
         }
-        let target = target(&self.client);
-        store_error(format!("{what} on {target}: {}", cause(e)), e)
+        store_error(format!("{what} on {}: {}", self.target, cause(e)), e)
     }
 
     /// A new connection, authenticated and on its database, within the connect timeout
-    /// and what is left until `give_up`.
+    /// and what is left until `give_up`. The client makes the TCP connection (and TLS)
+    /// only; `AUTH`, `SELECT` and `CLIENT SETNAME` follow one at a time, each with what
+    /// is left of the bound (the `redis` crate's own handshake reads each reply of its
+    /// pipeline with the whole timeout, so a hung server would cost it several).
     fn connect(&self, give_up: Instant) -> Result<Connection, LockError> {
         let Some(left) = left_until(give_up) else {
             return Err(LockError::Timeout(self.timeout));
         };
-        let bound = left.min(self.connect_timeout);
+        // The connect timeout, or the call's bound, whichever runs out first.
+        let (limit, bound) = if left > self.connect_timeout {
+            (self.connect_timeout, Instant::now() + self.connect_timeout)
+        } else {
+            (self.timeout, give_up)
+        };
+        let failed = |e: &RedisError| {
+            if e.is_timeout() {
+                LockError::Timeout(limit)
+            } else {
+                store_error(format!("connecting to {}: {}", self.target, cause(e)), e)
+            }
+        };
         let mut conn = self
             .client
-            .get_connection_with_timeout(bound)
-            .map_err(|e| {
-                if e.is_timeout() {
-                    let target = target(&self.client);
-                    store_error(
-                        format!("connecting to {target}: no answer within {bound:?}"),
-                        &e,
-                    )
-                } else {
-                    store_error(
-                        format!("connecting to {}: {}", target(&self.client), cause(&e)),
-                        &e,
-                    )
-                }
-            })?;
-        // A name for `CLIENT LIST`; a server or an ACL that refuses it costs nothing else.
-        if let Some(left) = left_until(give_up) {
-            let _ = conn.set_read_timeout(Some(left));
-            let set: RedisResult<()> = redis::cmd("CLIENT")
-                .arg("SETNAME")
-                .arg(&self.client_name)
-                .query(&mut conn);
-            if let Err(e) = set {
-                if !answered(&e) {
-                    let what = format!("connecting to {}", target(&self.client));
-                    return Err(if e.is_timeout() {
-                        LockError::Timeout(self.timeout)
-                    } else {
-                        store_error(format!("{what}: {}", cause(&e)), &e)
-                    });
-                }
+            .get_connection_with_timeout(left.min(self.connect_timeout))
+            .map_err(|e| failed(&e))?;
+        let setup = &self.setup;
+        if let Some(password) = &setup.password {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(user) = &setup.username {
+                auth.arg(user);
             }
+            auth.arg(password);
+            step(&mut conn, bound, &auth).map_err(|e| failed(&e))?;
         }
-        Ok(conn)
+        if setup.db != 0 {
+            step(&mut conn, bound, redis::cmd("SELECT").arg(setup.db)).map_err(|e| failed(&e))?;
+        }
+        // A name for `CLIENT LIST`; a server or an ACL that refuses it costs nothing else.
+        let name = redis::cmd("CLIENT")
+            .arg("SETNAME")
+            .arg(&self.client_name)
+            .clone();
+        match step(&mut conn, bound, &name) {
+            Err(e) if !answered(&e) => Err(failed(&e)),
+            _ => Ok(conn),
+        }
     }
 
     fn take(&self) -> Option<Connection> {
@@ -210,7 +231,7 @@ impl Connections {
 impl fmt::Debug for Connections {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Connections")
-            .field("target", &target(&self.client))
+            .field("target", &self.target)
             .field("timeout", &self.timeout)
             .field("idle", &self.idle.lock().len())
             .finish_non_exhaustive()
@@ -239,6 +260,22 @@ fn left_until(give_up: Instant) -> Option<Duration> {
     (!left.is_zero()).then_some(left)
 }
 
+/// Runs `cmd` on `conn` with what is left until `give_up` as its socket timeouts.
+fn step(conn: &mut Connection, give_up: Instant, cmd: &redis::Cmd) -> RedisResult<()> {
+    let left = left_until(give_up).ok_or_else(|| {
+        RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no time left to connect",
+        ))
+    })?;
+    conn.set_read_timeout(Some(left))?;
+    conn.set_write_timeout(Some(left))?;
+    cmd.query::<redis::Value>(conn).and_then(|v| match v {
+        redis::Value::ServerError(e) => Err(e.into()),
+        _ => Ok(()),
+    })
+}
+
 /// Whether `e` is the server's own answer (an error reply), after which the connection
 /// is still in step with it.
 fn answered(e: &RedisError) -> bool {
@@ -250,23 +287,21 @@ fn lost(e: &RedisError) -> bool {
     !e.is_timeout() && (e.is_connection_dropped() || e.is_io_error())
 }
 
-/// Where the lock connects, for messages: `host:port` (with `tls`), or the socket's
-/// path; never the password.
-pub(super) fn target(client: &Client) -> String {
-    let info = client.get_connection_info();
-    let db = info.redis_settings().db();
-    let user = info
-        .redis_settings()
-        .username()
+/// Where the lock connects, for messages: `redis at host:port` (with `(TLS)`), or the
+/// socket's path, the database and the user; never the password.
+fn target(client: &Client, setup: &Setup) -> String {
+    let user = setup
+        .username
+        .as_ref()
         .map(|u| format!(" as user {u:?}"))
         .unwrap_or_default();
-    let at = match info.addr() {
+    let at = match client.get_connection_info().addr() {
         ConnectionAddr::Tcp(host, port) => format!("redis at {host}:{port}"),
         ConnectionAddr::TcpTls { host, port, .. } => format!("redis at {host}:{port} (TLS)"),
         ConnectionAddr::Unix(path) => format!("redis at {}", path.display()),
         other => format!("redis at {other}"),
     };
-    format!("{at}, database {db}{user}")
+    format!("{at}, database {}{user}", setup.db)
 }
 
 /// The cause of `e` in a few words, with what to check where the server's answer is
@@ -281,10 +316,7 @@ fn cause(e: &RedisError) -> &'static str {
     match e.code() {
         Some("WRONGPASS") => "authentication failed (check the user and password)",
         Some("NOAUTH") => "the server requires a password",
-        Some("NOPERM") => {
-            "the user may not do this (ACL): it needs EVALSHA, SCRIPT LOAD, \
-                           PING and the keys under the lock's prefix"
-        }
+        Some("NOPERM") => NOPERM,
         Some("OOM") => {
             "the server is out of memory (maxmemory with noeviction): it \
                         refuses every write"
@@ -301,22 +333,30 @@ fn cause(e: &RedisError) -> &'static str {
         }
         Some("NOSCRIPT") => "the server lost the lock's scripts",
         _ if is_db_out_of_range(e) => "the server has no database of that index",
+        _ if says(e, "can't run this command") || says(e, "No permissions") => NOPERM,
         _ if e.is_io_error() => "the connection failed",
         _ => "the server refused",
     }
 }
 
+/// What an ACL user needs (`RedisLock`'s docs).
+const NOPERM: &str = "the user may not do this (ACL): it needs EVALSHA, SCRIPT LOAD, PING, \
+                      TIME, HGET, HMGET, HSET and DEL, and the keys under the lock's prefix";
+
 fn is_db_out_of_range(e: &RedisError) -> bool {
-    e.detail()
-        .is_some_and(|d| d.contains("DB index is out of range"))
-        || e.to_string().contains("DB index is out of range")
+    says(e, "DB index is out of range")
+}
+
+/// Whether the server's message in `e` says `what`.
+fn says(e: &RedisError, what: &str) -> bool {
+    e.detail().is_some_and(|d| d.contains(what)) || e.to_string().contains(what)
 }
 
 /// A [`LockError::Store`] saying `what`, with `e` as its source.
 fn store_error(what: String, e: &RedisError) -> LockError {
     LockError::Store(Box::new(StoreError {
         what,
-        source: e.clone(),
+        source: Cause(e.clone()),
     }))
 }
 
@@ -324,7 +364,7 @@ fn store_error(what: String, e: &RedisError) -> LockError {
 #[derive(Debug)]
 struct StoreError {
     what: String,
-    source: RedisError,
+    source: Cause,
 }
 
 impl fmt::Display for StoreError {
@@ -338,3 +378,16 @@ impl Error for StoreError {
         Some(&self.source)
     }
 }
+
+/// The `redis` crate's error, as the end of the chain: its text already holds its own
+/// source's, which `LockError`'s `Display` would print a second time.
+#[derive(Debug)]
+struct Cause(RedisError);
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Error for Cause {}

@@ -34,7 +34,7 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use redis::{Client, ConnectionAddr, IntoConnectionInfo};
+use redis::{Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo};
 
 use super::{ClusterLock, Lease, LockError, Pause};
 
@@ -43,7 +43,7 @@ mod scripts;
 #[cfg(feature = "redis-tls")]
 mod tls;
 
-use conn::Connections;
+use conn::{Connections, Setup};
 use scripts::{epoch_micros, from_epoch_micros, micros, Scripts};
 
 /// The default bound on each call ([`RedisLockBuilder::timeout`]).
@@ -77,8 +77,9 @@ const DEFAULT_PREFIX: &str = "schedpool:";
 /// four are kept idle between calls): share one `RedisLock` (in an `Arc`) among the jobs
 /// of a process. The URL is the `redis` crate's: `redis://[user[:password]@]host[:port]
 /// [/database]`, `rediss://` for TLS (feature `redis-tls`), `redis+unix:///path` for a
-/// socket. An ACL user needs `EVALSHA`, `SCRIPT LOAD` and `PING` and the keys under the
-/// prefix (`~schedpool:*`); `CLIENT SETNAME` is used where allowed.
+/// socket. An ACL user needs `EVALSHA`, `SCRIPT LOAD` and `PING`, the commands the
+/// scripts run (`TIME`, `HGET`, `HMGET`, `HSET`, `DEL`) and the keys under the prefix
+/// (`~schedpool:*`); `CLIENT SETNAME` is used where allowed.
 ///
 /// **TLS.** With the feature `redis-tls`, a `rediss://` URL connects over TLS (rustls with
 /// ring, no OpenSSL), checking the server's certificate and host name against the
@@ -208,23 +209,21 @@ impl RedisLockBuilder {
                     .to_owned(),
             ));
         }
-        let mut settings = info.redis_settings().clone();
-        if let Some(db) = self.database {
-            settings = settings.set_db(db);
+        // The handshake is the lock's own (`conn.rs`): the client only connects.
+        let url_settings = info.redis_settings();
+        let setup = Setup {
+            db: self.database.unwrap_or(url_settings.db()),
+            username: self
+                .username
+                .or_else(|| url_settings.username().map(str::to_owned)),
+            password: self
+                .password
+                .or_else(|| url_settings.password().map(str::to_owned)),
+        };
+        if setup.db < 0 {
+            return Err(config(format!("database index {} is negative", setup.db)));
         }
-        if settings.db() < 0 {
-            return Err(config(format!(
-                "database index {} is negative",
-                settings.db()
-            )));
-        }
-        if let Some(user) = &self.username {
-            settings = settings.set_username(user);
-        }
-        if let Some(password) = &self.password {
-            settings = settings.set_password(password);
-        }
-        let info = info.set_redis_settings(settings);
+        let info = info.set_redis_settings(RedisConnectionInfo::default().set_skip_set_lib_name());
         #[cfg(feature = "redis-tls")]
         let client = if tls {
             self.tls.client(info)?
@@ -238,6 +237,7 @@ impl RedisLockBuilder {
         Ok(RedisLock {
             conns: Connections::new(
                 client,
+                setup,
                 timeout,
                 self.connect_timeout.unwrap_or(timeout),
                 client_name(&node),
