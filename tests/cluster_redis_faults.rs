@@ -407,6 +407,121 @@ fn a_connection_killed_mid_run_still_releases_the_lease() {
     pool.close();
 }
 
+/// A TCP proxy on loopback to the local port `target` that forwards both ways until it
+/// sees a client's command that holds `marker`: it forwards that one, drops the server's
+/// reply and closes the client's connection (a connection lost after the command ran).
+/// It does so once; later connections pass untouched. Its port, and how many it cut.
+fn reply_cutting_proxy(target: u16, marker: &'static [u8]) -> (u16, Arc<AtomicU64>) {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::atomic::AtomicBool;
+    let cuts = Arc::new(AtomicU64::new(0));
+    let armed = Arc::new(AtomicBool::new(true));
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let port = listener.local_addr().unwrap().port();
+    let counted = cuts.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { break };
+            let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)) else {
+                continue;
+            };
+            let (Ok(mut from_client), Ok(mut to_client)) = (client.try_clone(), client.try_clone())
+            else {
+                continue;
+            };
+            let Ok(mut from_server) = server.try_clone() else {
+                continue;
+            };
+            let cut = Arc::new(AtomicBool::new(false));
+            let (cut_up, armed, counted) = (cut.clone(), armed.clone(), counted.clone());
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 64 * 1024];
+                while let Ok(n @ 1..) = from_client.read(&mut buf) {
+                    let hit = buf[..n].windows(marker.len()).any(|w| w == marker);
+                    // Set before the command reaches the server: its reply is never forwarded.
+                    if hit && armed.swap(false, Ordering::SeqCst) {
+                        cut_up.store(true, Ordering::SeqCst);
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if server.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+                let _ = server.shutdown(Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let mut buf = vec![0; 64 * 1024];
+                while let Ok(n @ 1..) = from_server.read(&mut buf) {
+                    if cut.load(Ordering::SeqCst) {
+                        let _ = client.shutdown(Shutdown::Both); // the reply is dropped
+                        break;
+                    }
+                    if to_client.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (port, cuts)
+}
+
+/// A release that ran but whose reply was lost with its connection is retried on a new
+/// one, which finds the lease ended with the token still the lock's: nobody took the lock
+/// meanwhile, so the run is no overrun (`PgLock`'s rule). The record is as the first try
+/// left it: the lease's token, the lock free after `at_least_for`.
+#[test]
+fn a_release_whose_reply_is_lost_with_its_connection_is_no_overrun() {
+    let server = RedisServer::start();
+    // The release's `at_least_for` (7 s) is the marker: its argument "7000000".
+    let (port, cuts) = reply_cutting_proxy(server.port(), b"$7\r\n7000000\r\n");
+    let lock = Arc::new(
+        RedisLock::builder(&format!("redis://127.0.0.1:{port}/0"))
+            .timeout(sec(2))
+            .build()
+            .unwrap(),
+    );
+    // The scripts are loaded, so the release's first try runs its script.
+    let warm = lock.try_acquire("warm-up", sec(60)).unwrap().unwrap();
+    assert!(lock.release(warm, Duration::ZERO).unwrap());
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let spec = Exclusive::new(lock.clone(), "lost-reply", sec(60)).at_least_for(sec(7));
+    let ran = pool.run_exclusive(&spec, |lease| lease.token()).unwrap();
+    let token = ran.expect("ran");
+    assert_eq!(
+        cuts.load(Ordering::SeqCst),
+        1,
+        "the release's reply was lost"
+    );
+    let s = pool.stats();
+    assert_eq!(
+        (s.lock_acquired, s.lock_failed, s.lock_overruns),
+        (1, 0, 0),
+        "released once, no overrun"
+    );
+    pool.close();
+    let mut c = conn(&server.url());
+    let kept: String = redis::cmd("HGET")
+        .arg("schedpool:lock:lost-reply")
+        .arg("token")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(kept, token.to_string(), "nobody else acquired");
+    let (until, at): (u64, u64) = redis::cmd("HMGET")
+        .arg("schedpool:lock:lost-reply")
+        .arg("until")
+        .arg("at")
+        .query::<(String, String)>(&mut c)
+        .map(|(u, a)| (u.parse().unwrap(), a.parse().unwrap()))
+        .unwrap();
+    assert_eq!(
+        until - at,
+        7_000_000,
+        "the first try released it, held until at_least_for"
+    );
+}
+
 #[cfg(feature = "redis-tls")]
 #[test]
 fn tls_checks_the_servers_certificate_and_presents_the_clients() {
