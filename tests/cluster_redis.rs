@@ -265,9 +265,35 @@ fn node_process() {
     }
 }
 
+/// A child node, killed and waited for when dropped: a test that fails while a child
+/// holds a lock (parked forever) leaves no process behind.
+struct NodeProcess(Option<Child>);
+
+impl std::ops::Deref for NodeProcess {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("a child until dropped")
+    }
+}
+
+impl std::ops::DerefMut for NodeProcess {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a child until dropped")
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Starts this test binary as a child node, its wall clock `skew` from the real one (by
 /// libfaketime) if not zero.
-fn child(spec: String, skew: &str) -> Child {
+fn child(spec: String, skew: &str) -> NodeProcess {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "node_process",
@@ -286,7 +312,7 @@ fn child(spec: String, skew: &str) -> Child {
             .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
             .env("FAKETIME_NO_CACHE", "1");
     }
-    cmd.spawn().expect("start a child node")
+    NodeProcess(Some(cmd.spawn().expect("start a child node")))
 }
 
 /// libfaketime's library: `$SCHEDPOOL_FAKETIME_LIB`, else the `faketime` package's.
@@ -311,8 +337,8 @@ fn faketime_library() -> String {
 }
 
 /// A child node's report line, as `(field, value)` pairs.
-fn report(c: Child) -> Vec<(String, i64)> {
-    let mut c = c;
+fn report(mut node: NodeProcess) -> Vec<(String, i64)> {
+    let mut c = node.0.take().expect("a child");
     let mut out = String::new();
     c.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     assert!(c.wait().unwrap().success(), "a child node failed: {out}");

@@ -14,7 +14,10 @@
 //! # Invariants
 //! - RS1: a connection goes back to the idle list only after a call read its whole
 //!   reply. One whose call timed out or failed on the socket is dropped (closed), so a
-//!   late reply can never be read as the answer to a later call.
+//!   late reply can never be read as the answer to a later call. (The `redis` crate
+//!   counts the replies a timed-out connection still owes and skips them itself; RS1
+//!   does not rely on it: a connection that timed out is most likely on a server in
+//!   trouble, and a new one checks the server again with its handshake.)
 //! - RS2: a call is tried at most twice, the second time only on a new connection, only
 //!   if the first ran on a connection made before the call and lost it, and only within
 //!   the call's bound.

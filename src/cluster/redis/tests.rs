@@ -68,8 +68,12 @@ fn the_builder_overrides_the_url_and_hides_the_password() {
     assert!(!shown.contains("secret"), "{shown}");
     assert_eq!(lock.node_name(), "node a\n");
     assert_eq!(client_name(lock.node_name()), "schedpool:node_a_");
-    let builder = RedisLock::builder("redis://u:secret@127.0.0.1:7/2");
-    assert!(!format!("{builder:?}").contains("secret"));
+    let builder = RedisLock::builder("redis://u:secret@127.0.0.1:7/2").password("hunter2");
+    let shown = format!("{builder:?}");
+    assert!(
+        !shown.contains("secret") && !shown.contains("hunter2"),
+        "{shown}"
+    );
 }
 
 #[test]
