@@ -52,8 +52,8 @@
 //!   the store excludes; no call fails.
 //!
 //! Times are counted in a unit (200 ms unless [`unit`](Contract::unit) says): leases
-//! last a few units, and a store may answer a unit late. A whole run takes about 60
-//! units and the fuzz: some 15 s at the default, against a server on the same machine;
+//! last a few units, and a store may answer a unit late. A whole run takes about 45
+//! units and the fuzz: some 10 s at the default, against a server on the same machine;
 //! raise the unit for a store far away or whose clock counts in coarse steps.
 
 use std::fmt;
