@@ -66,7 +66,9 @@
 //! [`Periodic::exclusive`] makes a periodic job run on one node at a time, cluster-wide:
 //! each run takes a time-bounded lock ([`cluster`]) in a store the nodes share, and a node
 //! that finds it held skips that run (ShedLock's model). `PgLock` keeps the locks in
-//! PostgreSQL, with the database's clock; [`cluster::LocalLock`] in the process.
+//! PostgreSQL, with the database's clock; `RedisLock` in Redis, with the server's clock;
+//! [`cluster::LocalLock`] in the process. The contract kit (`cluster::contract`) proves
+//! any store, a store of your own included.
 //!
 //! # Observability
 //! `tracing` spans and events, target `schedpool` (no subscriber is installed), each with
@@ -101,6 +103,13 @@
 //!   `verify-full`), `sslrootcert` (a PEM file, or `system` for the operating system's
 //!   store), client certificates (`sslcert`, `sslkey`), the variables `PGSSLMODE`,
 //!   `PGSSLROOTCERT`, `PGSSLCERT`, `PGSSLKEY`, and the defaults in `~/.postgresql`.
+//! - `redis`: `cluster::RedisLock`, cluster locks in Redis (5 or later, Valkey too; the
+//!   `redis` crate's synchronous client): `redis://` URLs, ACL user and password,
+//!   database index, key prefix.
+//! - `redis-tls` (implies `redis`): `RedisLock` over TLS (`rediss://`; rustls with ring,
+//!   no OpenSSL): the system's roots or a CA file, a client certificate.
+//! - `contract`: `cluster::contract`, the store contract as a kit that runs against any
+//!   `ClusterLock` (no dependencies).
 //! - `metrics`: the pools' counters, gauges and histograms through the `metrics` facade,
 //!   so any of its exporters (Prometheus, OpenTelemetry, StatsD) shows them with no
 //!   code of yours: every series labelled with the pool's name, published every

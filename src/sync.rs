@@ -9,11 +9,14 @@
 //! depends on them, and each says so where it is:
 //! - `std`'s atomics in statics: thread and queue numbering (`unique_id` here,
 //!   `local_number` in `queue/sharded.rs`), the task numbers' blocks (`task/header.rs`),
-//!   and the log rate limits (`throttle.rs`);
+//!   the log rate limits (`throttle.rs`) and the contract kit's run numbers
+//!   (`cluster/contract/`);
 //! - reference counts: `Arc` (below) and a task's own count (`task/raw/`);
 //! - the `parking_lot` mutex that only makes a panic payload `Sync` (`error.rs`);
 //! - `std`'s `Arc` and `mpsc` in `cluster/`, whose stores are tested against real servers
 //!   and modelled in `cluster/loom.rs` through `LocalLock`;
+//! - `std`'s scoped threads of the contract kit's fuzz case (`cluster/contract/`), which
+//!   races a user's store from several threads and is no protocol of the crate;
 //! - `std`'s scoped thread that keeps a cluster lease alive during a run
 //!   (`body/exclusive.rs`): it only extends the lease, which `cluster/loom.rs` models as
 //!   a plain `extend` from another thread (LK5);

@@ -1,6 +1,7 @@
 //! Input nobody writes by hand, through every public parser: cron expressions built from
 //! cron's own tokens (and from garbage), time-zone names, `PgLock` connection strings,
-//! and `Duration` extremes through every public constructor that takes one.
+//! `RedisLock` URLs and prefixes, and `Duration` extremes through every public constructor
+//! that takes one.
 //!
 //! Each property holds for every input: no panic, no hang, and for an accepted cron
 //! expression a first deadline and the ones after it (an expression that can match no
@@ -261,6 +262,78 @@ proptest! {
         let _ = schedpool::cluster::PgLock::builder(&conn)
             .timeout(Duration::from_millis(1))
             .build();
+    }
+}
+
+#[cfg(feature = "redis")]
+fn redis_url() -> impl Strategy<Value = String> {
+    let scheme = prop::sample::select(vec![
+        "redis://",
+        "rediss://",
+        "valkey://",
+        "redis+unix://",
+        "unix://",
+        "REDIS://",
+        "redis:/",
+        "",
+    ]);
+    let part = prop_oneof![
+        prop::sample::select(vec![
+            "user:pw@",
+            ":pw@",
+            "u@",
+            "@",
+            "%zz@",
+            "127.0.0.1",
+            "localhost",
+            "[::1]",
+            "0.0.0.0",
+            ":6379",
+            ":0",
+            ":99999",
+            ":-1",
+            "/0",
+            "/15",
+            "/-1",
+            "/x",
+            "?protocol=resp3",
+            "?protocol=9",
+            "#insecure",
+            "#x",
+            "/tmp/redis.sock",
+            "?db=2",
+        ])
+        .prop_map(str::to_owned),
+        "[ -~]{0,8}",
+    ];
+    let url = (scheme, prop::collection::vec(part, 0..5))
+        .prop_map(|(scheme, parts)| format!("{scheme}{}", parts.concat()));
+    prop_oneof![4 => url, 1 => "\\PC{0,40}"]
+}
+
+#[cfg(feature = "redis")]
+proptest! {
+    #![proptest_config(config())]
+
+    /// `RedisLock::builder(..).build()` with URLs, prefixes of any bytes and database
+    /// indices: a lock or a configuration error, never a panic. (No connection is made
+    /// before the first call.)
+    #[test]
+    fn redis_urls_and_prefixes(
+        url in redis_url(),
+        prefix in prop::collection::vec(any::<u8>(), 0..12),
+        db in prop::option::of(any::<i64>()),
+    ) {
+        let mut b = schedpool::cluster::RedisLock::builder(&url)
+            .prefix(prefix)
+            .timeout(Duration::from_millis(1));
+        if let Some(db) = db {
+            b = b.database(db);
+        }
+        if let Err(e) = b.build() {
+            let config = matches!(e, schedpool::cluster::LockError::Config(_));
+            prop_assert!(config, "{e}");
+        }
     }
 }
 

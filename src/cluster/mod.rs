@@ -16,9 +16,12 @@
 //! node was down is caught up once ([`Exclusive::catch_up`]); ticks shared by nodes that
 //! started at different times come from [`Periodic::aligned`](crate::Periodic::aligned).
 //!
-//! Providers: [`LocalLock`] (in-process, for tests and single-node use) and, with the
-//! cargo feature `postgres`, `PgLock` (a table in PostgreSQL, with the database's clock;
-//! over TLS with the feature `postgres-tls`).
+//! Providers: [`LocalLock`] (in-process, for tests and single-node use); with the cargo
+//! feature `postgres`, `PgLock` (a table in PostgreSQL, with the database's clock; over
+//! TLS with the feature `postgres-tls`); with the feature `redis`, `RedisLock` (a hash per
+//! lock in Redis, with the server's clock; over TLS with `redis-tls`). With the feature
+//! `contract`, `contract` runs the store contract against any of them, or a store of
+//! your own.
 //!
 //! ```
 //! use schedpool::cluster::{Exclusive, LocalLock};
@@ -70,9 +73,14 @@
 //! comes before the acquisition, not in its atomic step: a run whose check came just
 //! before the pause still runs, as a run in progress does.
 
+#[cfg(feature = "contract")]
+#[cfg_attr(docsrs, doc(cfg(feature = "contract")))]
+pub mod contract;
 mod local;
 #[cfg(feature = "postgres")]
 mod pg;
+#[cfg(feature = "redis")]
+mod redis;
 
 #[cfg(all(test, loom))]
 mod loom;
@@ -82,6 +90,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use self::redis::{RedisLock, RedisLockBuilder};
 pub use local::LocalLock;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -511,4 +522,16 @@ impl fmt::Debug for Exclusive {
             .field("catch_up", &self.catch_up)
             .finish_non_exhaustive()
     }
+}
+
+/// A node's default name in a store: the host name and the process id, `host:pid`.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+fn default_node_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned());
+    format!("{host}:{}", std::process::id())
 }

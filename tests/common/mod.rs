@@ -91,8 +91,12 @@ impl Drop for DropCount {
     }
 }
 
+#[cfg(any(feature = "postgres", feature = "redis"))]
+pub(crate) mod certs;
 #[cfg(feature = "postgres")]
 pub(crate) mod pg;
+#[cfg(feature = "redis")]
+pub(crate) mod redis;
 
 #[cfg(feature = "cron")]
 pub(crate) mod cron;

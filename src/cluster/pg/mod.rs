@@ -336,7 +336,7 @@ impl PgLockBuilder {
                 #[cfg(feature = "postgres-tls")]
                 tls,
                 table: self.table,
-                node: self.node.unwrap_or_else(default_node),
+                node: self.node.unwrap_or_else(super::default_node_name),
                 timeout: self.timeout,
                 create_table: self.create_table,
                 conn: Mutex::new(Conn {
@@ -610,17 +610,6 @@ fn valid_table(table: &str) -> bool {
         (Some(a), Some(b), None) => part(a) && part(b),
         _ => false,
     }
-}
-
-/// `host:pid`.
-fn default_node() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown-host".to_owned());
-    format!("{host}:{}", std::process::id())
 }
 
 #[cfg(all(test, not(loom)))]
