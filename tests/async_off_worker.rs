@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Waker};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use common::{counter, load, manual_pool, outcome, sec, wait_for, BOUND};
+use common::{close, counter, load, manual_pool, outcome, sec, wait_for, BOUND};
 use schedpool::cluster::{ClusterLock, Exclusive, LocalLock};
 use schedpool::{
     AsyncRuntime, Next, ParkingRuntime, Periodic, ScheduledThreadPoolExecutor, TaskError,
@@ -114,7 +114,7 @@ fn pending_runs_give_their_worker_back() {
     }
     assert!(pool.wait_idle(BOUND));
     assert_eq!(pool.stats().completed_task_count, 51);
-    pool.close();
+    close(&pool);
 }
 
 /// A run's future pending while its task comes due again, many times: no second run
@@ -147,7 +147,7 @@ fn one_run_at_a_time_per_task() {
     assert_eq!(outcome(job).unwrap(), ());
     assert_eq!(load(&most), 1, "never two runs of one task at once");
     assert_eq!(pool.stats().completed_task_count, 4);
-    pool.close();
+    close(&pool);
 }
 
 /// A pending run is a run in progress: `active_count` counts it, `wait_idle` waits for
@@ -175,7 +175,7 @@ fn a_pending_run_counts_in_active_count_wait_idle_and_the_task_list() {
     assert_eq!(pool.stats().active_count, 0);
     assert!(pool.scheduled_tasks().is_empty());
     assert_eq!(outcome(job).unwrap(), ());
-    pool.close();
+    close(&pool);
 }
 
 /// A fixed delay counts from the future's completion, and lateness from the run's start
@@ -205,11 +205,11 @@ fn fixed_delay_from_completion_lateness_from_the_start() {
         .unwrap();
     clock.advance(sec(3)); // due at 1 s, taken at 3 s
     assert_eq!(seen.recv_timeout(BOUND), Ok(sec(3)));
-    wait_active(&pool, 1);
+    wait_idle_runs(&pool, 1); // pending: its end comes from a later poll
     clock.advance(sec(5));
     gate.open(); // completes at 8 s
     wait_for("the first run ended", || {
-        pool.stats().completed_task_count == 1
+        pool.stats().completed_task_count == 2 // and the closure of `wait_idle_runs`
     });
     assert_eq!(job.delay(), sec(10), "10 s after the completion at 8 s");
     let stats = pool.stats();
@@ -221,7 +221,7 @@ fn fixed_delay_from_completion_lateness_from_the_start() {
     clock.advance(sec(10));
     assert_eq!(seen.recv_timeout(BOUND), Ok(sec(18)));
     assert_eq!(outcome(job).unwrap(), ());
-    pool.close();
+    close(&pool);
 }
 
 /// The output, an error, and a panic in any part of the run reach the `ScheduledFuture`;
@@ -286,7 +286,7 @@ fn output_and_panics_reach_the_future() {
     assert_eq!(pool.stats().panicked_count, 3);
     let after = pool.schedule_async_send(Duration::ZERO, ParkingRuntime, || async { 1 });
     assert_eq!(outcome(after.unwrap()).unwrap(), 1, "the worker goes on");
-    pool.close();
+    close(&pool);
 }
 
 /// An interrupt drops a pending future that nobody polls at once, on the interrupting
@@ -317,7 +317,7 @@ fn an_interrupt_drops_a_pending_future_at_once_on_its_thread() {
     assert!(matches!(outcome(job), Err(TaskError::Cancelled)));
     assert!(pool.wait_idle(BOUND));
     assert_eq!(pool.stats().active_count, 0);
-    pool.close();
+    close(&pool);
 }
 
 /// A periodic run: `cancel` lets the pending run complete (not dropped) and no run
@@ -337,7 +337,7 @@ fn cancel_lets_a_pending_periodic_run_complete_interrupt_drops_it() {
             }
         })
         .unwrap();
-    wait_active(&pool, 1);
+    wait_idle_runs(&pool, 1);
     assert!(cancelled.cancel());
     clock.advance(sec(5));
     gate.open();
@@ -364,7 +364,7 @@ fn cancel_lets_a_pending_periodic_run_complete_interrupt_drops_it() {
     );
     assert!(matches!(outcome(interrupted), Err(TaskError::Cancelled)));
     assert!(pool.wait_idle(BOUND));
-    pool.close();
+    close(&pool);
 }
 
 /// `shutdown_now` drops every pending future before it returns, hands back only the
@@ -411,10 +411,11 @@ fn shutdown_now_drops_pending_futures_and_terminates() {
 }
 
 /// `shutdown` and `close` wait for pending runs: the pool is not terminated while one is
-/// pending, and terminates when it completes.
+/// pending, and terminates when it completes. Every wait is bounded: a run that never
+/// gives its finisher party back fails the test instead of hanging it.
 #[test]
 fn shutdown_and_termination_wait_for_pending_runs() {
-    let pool = ScheduledThreadPoolExecutor::new(2);
+    let pool = Arc::new(ScheduledThreadPoolExecutor::new(2));
     let gate = Gate::new();
     let passed = gate.passed();
     let job = pool
@@ -427,15 +428,24 @@ fn shutdown_and_termination_wait_for_pending_runs() {
     pool.shutdown();
     assert!(!pool.await_termination(Duration::from_millis(50)));
     assert!(!pool.is_terminated() && pool.is_terminating());
-    let g = gate.clone();
-    let opener = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(20));
-        g.open();
+    // `close` on a thread of its own, so that a close that never returns is seen here.
+    let (closed_tx, closed) = mpsc::channel();
+    let p = pool.clone();
+    std::thread::spawn(move || {
+        p.close();
+        let _ = closed_tx.send(());
     });
-    pool.close(); // waits for the run
-    assert!(pool.is_terminated());
+    assert!(
+        closed.recv_timeout(Duration::from_millis(50)).is_err(),
+        "close waits for the pending run"
+    );
+    gate.open();
+    assert!(
+        pool.await_termination(BOUND),
+        "terminated once the run completed"
+    );
+    assert_eq!(closed.recv_timeout(BOUND), Ok(()), "close returned");
     assert_eq!(outcome(job).unwrap(), 5);
-    opener.join().unwrap();
 }
 
 /// `pause`, `run_now` and `reschedule` of a periodic task whose run is pending act on the
@@ -462,7 +472,7 @@ fn controls_of_a_pending_periodic_run_act_after_it() {
         .unwrap();
     clock.advance(sec(10));
     assert_eq!(starts.recv_timeout(BOUND), Ok(sec(10)));
-    wait_active(&pool, 1);
+    wait_idle_runs(&pool, 1);
     assert!(job.run_now(), "an extra run after the pending one");
     assert!(job.run_now(), "asked already: one extra run");
     gate.open();
@@ -476,7 +486,7 @@ fn controls_of_a_pending_periodic_run_act_after_it() {
     gate.close();
     clock.advance(sec(10));
     assert_eq!(starts.recv_timeout(BOUND), Ok(sec(20)));
-    wait_active(&pool, 1);
+    wait_idle_runs(&pool, 1);
     assert!(
         job.reschedule_after(sec(25)),
         "moves the run after the pending one"
@@ -492,7 +502,7 @@ fn controls_of_a_pending_periodic_run_act_after_it() {
     clock.advance(sec(10));
     assert_eq!(starts.recv_timeout(BOUND), Ok(sec(55)));
     assert!(job.cancel());
-    pool.close();
+    close(&pool);
 }
 
 /// An exclusive async job keeps its lease while its future is pending (another node
@@ -521,7 +531,9 @@ fn an_exclusive_job_keeps_its_lease_and_keep_alive_while_pending() {
             },
         )
         .unwrap();
-    wait_active(&pool, 1);
+    // The worker's take counts before the run asks for the lease: a `try_acquire` made
+    // in between would win it, and the run would skip.
+    wait_for("the run took the lease", || pool.stats().lock_acquired == 1);
     assert!(
         lock.try_acquire("report", sec(60)).unwrap().is_none(),
         "held while pending"
@@ -542,7 +554,7 @@ fn an_exclusive_job_keeps_its_lease_and_keep_alive_while_pending() {
         lock.try_acquire("report", sec(60)).unwrap().is_some(),
         "given back"
     );
-    pool.close();
+    close(&pool);
 }
 
 /// A runtime with only `block_on` (written against the crate before `can_enter`) keeps
@@ -572,7 +584,7 @@ fn a_runtime_with_only_block_on_keeps_its_worker() {
     tx.send(3).unwrap();
     assert_eq!(outcome(job).unwrap(), 3);
     assert_eq!(outcome(other).unwrap(), 1);
-    pool.close();
+    close(&pool);
 }
 
 /// A future that keeps its waker and calls it whenever the test says.
@@ -667,7 +679,7 @@ fn misbehaving_wakers() {
     assert!(!pool.wait_idle(Duration::from_millis(30)));
     assert!(never.interrupt());
     assert!(pool.wait_idle(BOUND));
-    pool.close();
+    close(&pool);
 }
 
 /// `Builder::max_async_runs`: at the bound, later runs wait for a permit without a
@@ -722,7 +734,7 @@ fn max_async_runs_bounds_the_futures_in_progress() {
     }
     assert_eq!(load(&made), 4, "the interrupted run never made its future");
     assert!(pool.wait_idle(BOUND));
-    pool.close();
+    close(&pool);
 }
 
 /// A runtime whose `enter` panics, before the poll or after it: the run ends with the
@@ -776,7 +788,7 @@ fn a_runtime_whose_enter_panics() {
         1,
         "the worker goes on"
     );
-    pool.close();
+    close(&pool);
 }
 
 /// The fallible form: errors counted and backed off, the last error in the future.
@@ -801,7 +813,7 @@ fn fallible_async_send() {
     clock.advance(sec(1));
     assert_eq!(outcome(job).unwrap(), Err("503"));
     assert_eq!(pool.stats().failed_runs, 2);
-    pool.close();
+    close(&pool);
 }
 
 /// The named one-shots: the name in the context and the task list.
@@ -816,7 +828,360 @@ fn named_async_send() {
         })
         .unwrap();
     assert_eq!(outcome(fut).unwrap().as_deref(), Some("fetch"));
-    pool.close();
+    close(&pool);
+}
+
+/// A future that wakes itself during its own poll `left` times (as
+/// `tokio::task::yield_now` does), then completes; it counts its polls and the most
+/// polls of it in progress at once.
+struct WakesItself {
+    left: usize,
+    in_poll: AtomicUsize,
+    most: Arc<AtomicUsize>,
+    polls: Arc<AtomicUsize>,
+}
+
+impl Future for WakesItself {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let now = self.in_poll.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        self.polls.fetch_add(1, Ordering::SeqCst);
+        let out = if self.left == 0 {
+            Poll::Ready(())
+        } else {
+            self.left -= 1;
+            // Woken during its own poll, which goes on a moment after the wake: a wake
+            // that queued the run then (a second owner) would have the other worker take
+            // it meanwhile.
+            cx.waker().wake_by_ref();
+            std::thread::sleep(Duration::from_millis(1));
+            Poll::Pending
+        };
+        self.in_poll.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+/// A wake during the run's own poll (SU1, SU2 in `src/task/suspended.rs`), on two
+/// workers: it costs exactly one more poll, made after the poll that was woken (never a
+/// second poller beside it, and no worker dies of one), and it is never lost (the run
+/// completes).
+#[test]
+fn a_wake_during_the_runs_own_poll_costs_one_more_poll() {
+    const WAKES: usize = 50;
+    let starts = counter();
+    let st = starts.clone();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(2)
+        .on_thread_start(move || {
+            st.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    let (most, polls) = (counter(), counter());
+    let jobs: Vec<_> = (0..4)
+        .map(|_| {
+            let (m, p) = (most.clone(), polls.clone());
+            pool.schedule_async_send(Duration::ZERO, ParkingRuntime, move || WakesItself {
+                left: WAKES,
+                in_poll: AtomicUsize::new(0),
+                most: m,
+                polls: p,
+            })
+            .unwrap()
+        })
+        .collect();
+    for job in jobs {
+        assert_eq!(outcome(job).unwrap(), (), "no wake during a poll is lost");
+    }
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(load(&most), 1, "SU1: one poller at a time");
+    assert_eq!(
+        load(&polls),
+        4 * (WAKES + 1),
+        "SU2: one poll per wake, no more"
+    );
+    assert_eq!(load(&starts), 2, "no worker died");
+    close(&pool);
+}
+
+/// The late-start counter (and the "task started late" event) reads the run's start,
+/// its take, as the lateness histogram does: a run taken 2 s late is under a 3 s
+/// threshold, even though it ends 7 s after its deadline.
+#[test]
+fn a_pending_runs_late_start_counts_from_its_start() {
+    let clock = schedpool::ManualClock::new();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .clock(clock.clone())
+        .late_threshold(sec(3))
+        .build();
+    let gate = Gate::new();
+    let g = gate.clone();
+    let job = pool
+        .schedule_async_send(sec(1), ParkingRuntime, move || g.passed())
+        .unwrap();
+    clock.advance(sec(3)); // due at 1 s, taken at 3 s: 2 s late
+    wait_idle_runs(&pool, 1); // pending: its end comes from a later poll
+    clock.advance(sec(5));
+    gate.open(); // ends at 8 s, 7 s after its deadline
+    assert_eq!(outcome(job).unwrap(), ());
+    assert!(pool.wait_idle(BOUND));
+    let stats = pool.stats();
+    assert_eq!(stats.lateness_max, sec(2), "{stats:?}");
+    assert_eq!(stats.late_count, 0, "2 s late is under 3 s: {stats:?}");
+    close(&pool);
+}
+
+/// The rule is told the run's start, not the time of the poll that ended it: a
+/// fixed-rate run taken late (`MissedTicks::Delay`) that is pending while the clock moves
+/// on goes on at its start plus the period.
+#[test]
+fn missed_ticks_delay_counts_from_a_pending_runs_start() {
+    let (clock, pool) = manual_pool(1);
+    let gate = Gate::new();
+    let g = gate.clone();
+    let job = pool
+        .schedule_periodic_async_send(
+            Periodic::at_fixed_rate(sec(10))
+                .missed_ticks(schedpool::MissedTicks::Delay)
+                .initial_delay(sec(10))
+                .max_runs(2),
+            ParkingRuntime,
+            move || g.passed(),
+        )
+        .unwrap();
+    clock.advance(sec(25)); // due at 10 s, taken at 25 s: the tick at 20 s missed
+    wait_idle_runs(&pool, 1); // pending: its end comes from a later poll
+    clock.advance(sec(7));
+    gate.open(); // completes at 32 s
+    wait_for("the first run ended", || {
+        pool.stats().completed_task_count == 2 // and the closure of `wait_idle_runs`
+    });
+    assert_eq!(
+        job.delay(),
+        sec(3),
+        "its start (25 s) + 10 s = 35 s, 3 s after 32 s"
+    );
+    clock.advance(sec(3));
+    assert_eq!(outcome(job).unwrap(), ());
+    close(&pool);
+}
+
+/// A periodic run that panics after a pending poll: the panic reaches the task's future
+/// (`OnPanic::Stop`, the default) and is counted; no run follows.
+#[test]
+fn a_periodic_panic_after_a_pending_poll_reaches_the_future() {
+    let (_clock, pool) = manual_pool(1);
+    let gate = Gate::new();
+    let g = gate.clone();
+    let job = pool
+        .schedule_periodic_async_send(Periodic::at_fixed_rate(sec(1)), ParkingRuntime, move || {
+            let passed = g.passed();
+            async move {
+                passed.await;
+                panic!("periodic, after the await");
+            }
+        })
+        .unwrap();
+    wait_idle_runs(&pool, 1); // pending: the panic comes in a later poll
+    gate.open();
+    let err = outcome(job).err();
+    assert_eq!(
+        err.as_ref().and_then(|e| e.panic_message()),
+        Some("periodic, after the await"),
+        "{err:?}"
+    );
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(pool.stats().panicked_count, 1);
+    close(&pool);
+}
+
+/// `shutdown_now` with woken runs waiting in the queue (their one worker busy): they are
+/// the pool's runs in progress, not tasks to hand back; `shutdown_now` drops their
+/// futures before it returns, and the pool terminates once the busy worker is free.
+#[test]
+fn shutdown_now_ends_woken_runs_waiting_in_the_queue() {
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    let (drops, gate) = (counter(), Gate::new());
+    let jobs: Vec<_> = (0..5)
+        .map(|_| {
+            let (d, passed) = (common::DropCount(drops.clone()), gate.passed());
+            pool.schedule_async_send(Duration::ZERO, ParkingRuntime, move || async move {
+                let _d = d;
+                passed.await;
+                std::future::pending::<()>().await
+            })
+            .unwrap()
+        })
+        .collect();
+    wait_active(&pool, 5);
+    // Runs after the five first polls (one worker), and holds the worker.
+    let (entered_tx, entered) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let blocker = pool
+        .submit(move || {
+            entered_tx.send(()).unwrap();
+            let _ = released.recv_timeout(BOUND);
+        })
+        .unwrap();
+    entered.recv_timeout(BOUND).unwrap();
+    gate.open(); // the five runs are woken: queued behind the busy worker
+    assert_eq!(load(&drops), 0);
+    let queued = pool.schedule(sec(3600), || ()).unwrap();
+    let returned = pool.shutdown_now();
+    assert_eq!(returned.len(), 1, "only the queued task");
+    assert_eq!(
+        load(&drops),
+        5,
+        "the woken runs' futures dropped by shutdown_now"
+    );
+    release.send(()).unwrap();
+    assert!(pool.await_termination(BOUND));
+    for job in jobs {
+        assert!(matches!(outcome(job), Err(TaskError::Cancelled)));
+    }
+    assert_eq!(outcome(blocker).unwrap(), ());
+    drop(returned);
+    assert!(matches!(outcome(queued), Err(TaskError::Cancelled)));
+}
+
+/// A run of a `*_send` job on `runtime` gives the pool's one worker back while it is
+/// pending: the worker runs a closure, which completes the run.
+fn gives_its_worker_back<R: AsyncRuntime>(pool: &ScheduledThreadPoolExecutor, runtime: R) {
+    let (tx, rx) = oneshot::channel::<u32>();
+    let job = pool
+        .schedule_async_send(Duration::ZERO, runtime, move || async move {
+            rx.await.unwrap_or(0)
+        })
+        .unwrap();
+    let tx = Arc::new(Mutex::new(Some(tx)));
+    let t = tx.clone();
+    let other = pool
+        .submit(move || {
+            if let Some(tx) = t.lock().unwrap().take() {
+                let _ = tx.send(7);
+            }
+        })
+        .unwrap();
+    let freed = other.wait_timeout(BOUND);
+    if let Some(tx) = tx.lock().unwrap().take() {
+        let _ = tx.send(0); // a run that holds the worker: let it end, then fail
+    }
+    assert!(freed, "the one worker is free while the run is pending");
+    assert_eq!(outcome(job).unwrap(), 7);
+}
+
+/// The runtimes that wrap one the pool can enter (`Arc<R>`, `Arc<dyn AsyncRuntime>`,
+/// `Box<R>`, `&'static R`) forward `can_enter` and `enter`: their runs give the worker
+/// back as the wrapped runtime's do.
+#[test]
+fn wrapped_runtimes_give_their_worker_back() {
+    static PARKING: ParkingRuntime = ParkingRuntime;
+    let pool = ScheduledThreadPoolExecutor::new(1);
+    gives_its_worker_back(&pool, Arc::new(ParkingRuntime));
+    let shared: Arc<dyn AsyncRuntime> = Arc::new(ParkingRuntime);
+    gives_its_worker_back(&pool, shared);
+    gives_its_worker_back(&pool, Box::new(ParkingRuntime));
+    let borrowed: &'static ParkingRuntime = &PARKING;
+    gives_its_worker_back(&pool, borrowed);
+    assert!(pool.wait_idle(BOUND));
+    close(&pool);
+}
+
+/// `max_async_runs(1)`: a run interrupted while it holds the permit (its future made and
+/// pending) gives it back as its future is dropped, and the waiting run is handed it and
+/// makes its future.
+#[test]
+fn an_interrupted_permit_holder_passes_its_permit_on() {
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .max_async_runs(1)
+        .build();
+    let (made, drops) = (counter(), counter());
+    let jobs: Vec<_> = (0..2)
+        .map(|_| {
+            let (m, d) = (made.clone(), drops.clone());
+            pool.schedule_async_send(Duration::ZERO, ParkingRuntime, move || {
+                m.fetch_add(1, Ordering::SeqCst);
+                let d = common::DropCount(d);
+                async move {
+                    let _d = d;
+                    std::future::pending::<()>().await
+                }
+            })
+            .unwrap()
+        })
+        .collect();
+    wait_idle_runs(&pool, 2);
+    assert_eq!(load(&made), 1, "one future at most");
+    let mut jobs = jobs.into_iter();
+    let (holder, waiter) = (jobs.next().unwrap(), jobs.next().unwrap());
+    assert!(holder.interrupt());
+    assert_eq!(
+        load(&drops),
+        1,
+        "the holder's future dropped by the interrupt"
+    );
+    assert!(matches!(outcome(holder), Err(TaskError::Cancelled)));
+    wait_for("the waiting run is handed the permit", || load(&made) == 2);
+    assert!(waiter.interrupt());
+    assert!(matches!(outcome(waiter), Err(TaskError::Cancelled)));
+    assert_eq!(load(&drops), 2);
+    assert!(pool.wait_idle(BOUND));
+    close(&pool);
+}
+
+/// A wake after the run ended (its poll that ended it has returned: the pool is idle)
+/// does nothing: no queue entry, no take, no poll, and no worker dies (the pool starts
+/// its one thread once).
+#[test]
+fn a_wake_after_the_run_ended_does_nothing() {
+    let starts = counter();
+    let st = starts.clone();
+    let pool = ScheduledThreadPoolExecutor::builder()
+        .core_pool_size(1)
+        .on_thread_start(move || {
+            st.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    let (waker, polls, done) = (
+        Arc::new(Mutex::new(None::<Waker>)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(Mutex::new(false)),
+    );
+    let (w, p, d) = (waker.clone(), polls.clone(), done.clone());
+    let job = pool
+        .schedule_async_send(Duration::ZERO, ParkingRuntime, move || Stash {
+            waker: w,
+            polls: p,
+            done: d,
+        })
+        .unwrap();
+    wait_for("first poll", || load(&polls) == 1);
+    let stashed = waker.lock().unwrap().clone().expect("kept");
+    *done.lock().unwrap() = true;
+    stashed.wake_by_ref();
+    assert_eq!(outcome(job).unwrap(), ());
+    assert!(pool.wait_idle(BOUND)); // the poll that ended the run has returned: DONE
+    let before = pool.stats();
+    stashed.wake_by_ref();
+    let owned = stashed.clone();
+    owned.wake(); // by value
+    assert_eq!(pool.stats().queued, 0, "nothing queued");
+    assert!(pool.wait_idle(BOUND));
+    assert_eq!(outcome(pool.submit(|| 1).unwrap()).unwrap(), 1);
+    let after = pool.stats();
+    assert_eq!(load(&starts), 1, "no worker died: {after:?}");
+    assert_eq!(load(&polls), 2, "no poll after the end");
+    assert_eq!(after.panicked_count, 0, "{after:?}");
+    assert_eq!(
+        after.completed_task_count,
+        before.completed_task_count + 1,
+        "no take but the closure's: {after:?}"
+    );
+    drop(stashed);
+    close(&pool);
 }
 
 #[cfg(feature = "tokio")]
@@ -866,6 +1231,6 @@ mod on_tokio {
         assert!(job.interrupt());
         assert!(dropped.lock().unwrap().is_some());
         assert!(matches!(outcome(job), Err(TaskError::Cancelled)));
-        pool.close();
+        close(&pool);
     }
 }
